@@ -1,0 +1,42 @@
+# nmtkit: `make recipe-bible` trains and scores the Spanish->English Bible model; `make test` runs the tests.
+# Both install what they need into .venv (as root on a fresh Debian machine).
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+MODEL ?= transformer
+MAX_TIME ?= 50m
+THREADS ?= 0
+export MODEL MAX_TIME THREADS
+
+.PHONY: install test lint bench recipe-bible recipe-reverse bible-data clean
+
+install: $(VENV)/.installed
+
+# torch is pinned and installed first so that pip takes the local CPU build and never pulls CUDA packages.
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV) || (apt-get update && apt-get install -y python3-venv && $(PYTHON) -m venv $(VENV))
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[dev,recipes]'
+	touch $@
+
+test: install
+	$(BIN)/pytest -q tests
+
+lint: install
+	$(BIN)/ruff check nmtkit tests recipes benchmarks
+
+bench: install
+	$(BIN)/python benchmarks/train_speed.py
+
+recipe-reverse: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/reverse/run.sh
+
+bible-data: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/bible/run.sh data
+
+recipe-bible: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/bible/run.sh
+
+clean:
+	rm -rf $(VENV) runs data

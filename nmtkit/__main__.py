@@ -1,0 +1,3 @@
+from nmtkit.cli import app
+
+app(prog_name="nmtkit")

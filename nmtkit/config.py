@@ -1,0 +1,194 @@
+"""Typed configuration: dataclasses with defaults and help text, YAML files, dotted overrides.
+
+Unknown keys and values of the wrong type are errors: a typo never silently falls back to a default.
+Each model registers its own config dataclass (see `nmtkit.registry`); `Config.model` holds an instance of it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from nmtkit.errors import NmtkitError
+
+
+def option(default: Any, help: str) -> Any:
+    """A dataclass field with a default and its help text in one place."""
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: type(default)(default), metadata={"help": help})
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass
+class DataConfig:
+    """How `nmtkit prepare` cleans the corpus and learns subwords."""
+
+    subword: Literal["bpe", "unigram", "char", "word"] = option("bpe", "SentencePiece model type")
+    vocab_size: int = option(8000, "subword vocabulary size (per side when not joint)")
+    joint: bool = option(True, "one subword model and vocabulary shared by source and target")
+    character_coverage: float = option(1.0, "SentencePiece character coverage")
+    max_sentences: int = option(1_000_000, "sentences sampled to train SentencePiece (0 = all)")
+    min_words: int = option(1, "drop training pairs with fewer words on either side")
+    max_words: int = option(250, "drop training pairs with more words on either side")
+    max_ratio: float = option(3.0, "drop training pairs whose word-length ratio exceeds this (0 = off)")
+    dedup: bool = option(True, "drop duplicate training pairs")
+    seed: int = option(1, "random seed for subword sampling")
+
+
+@dataclass
+class TrainConfig:
+    """The training loop: optimisation, schedule, budgets, validation and checkpoints."""
+
+    max_steps: int = option(0, "stop after this many updates (0 = no limit)")
+    max_time: float = option(0.0, "stop after this many seconds of training (0 = no limit)")
+    max_epochs: int = option(0, "stop after this many epochs (0 = no limit)")
+    batch_tokens: int = option(4096, "token budget per batch (source or target, padding included)")
+    update_freq: int = option(1, "accumulate gradients over this many batches per update")
+    lr: float = option(7e-4, "peak learning rate, reached at the end of warmup")
+    warmup: int = option(4000, "linear warmup steps, then inverse square-root decay")
+    adam_beta1: float = option(0.9, "Adam beta1")
+    adam_beta2: float = option(0.98, "Adam beta2")
+    adam_eps: float = option(1e-9, "Adam epsilon")
+    weight_decay: float = option(0.0, "AdamW weight decay")
+    label_smoothing: float = option(0.1, "label smoothing epsilon")
+    clip_norm: float = option(1.0, "clip the gradient norm to this value (0 = off)")
+    valid_every: int = option(1000, "validate every N updates (and at the end)")
+    valid_bleu: bool = option(True, "compute greedy BLEU on the dev set at each validation")
+    valid_max_sentences: int = option(0, "decode at most N dev sentences for BLEU (0 = all)")
+    best_metric: Literal["bleu", "loss"] = option("bleu", "metric that selects model.pt and drives patience")
+    patience: int = option(0, "stop after N validations without improvement (0 = off)")
+    seed: int = option(1, "random seed")
+    threads: int = option(0, "CPU threads for torch (0 = all cores)")
+    device: str = option("auto", "auto, cpu, cuda or cuda:N")
+    amp: Literal["none", "bf16"] = option("none", "bf16 autocast (CUDA, or CPUs with AVX512-BF16/AMX)")
+    log_every: int = option(100, "log training statistics every N updates")
+
+
+@dataclass
+class DecodeConfig:
+    """Search settings used by `translate` and by validation."""
+
+    beam: int = option(5, "beam size (1 = greedy)")
+    max_len_a: float = option(1.5, "maximum output length is a * source length + b")
+    max_len_b: int = option(10, "maximum output length is a * source length + b")
+    length_penalty: Literal["none", "average"] = option("average", "normalise beam scores by length")
+    batch_tokens: int = option(6000, "source-token budget per translation batch")
+    buffer_size: int = option(2000, "lines read before sorting by length and translating")
+
+
+@dataclass
+class Config:
+    """Everything a run needs besides the data: saved as `config.yaml` in the run directory."""
+
+    model: Any = None
+    train: TrainConfig = field(default_factory=TrainConfig)
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+
+
+def _type_name(kind: Any) -> str:
+    if typing.get_origin(kind) is Literal:
+        return " | ".join(repr(choice) for choice in typing.get_args(kind))
+    return getattr(kind, "__name__", str(kind))
+
+
+def _coerce(value: Any, kind: Any, where: str) -> Any:
+    """Check `value` against the annotated type; numbers written as strings are accepted."""
+    if typing.get_origin(kind) is Literal:
+        if value in typing.get_args(kind):
+            return value
+    elif kind is bool:
+        if isinstance(value, bool):
+            return value
+    elif kind in (int, float):
+        if isinstance(value, str):
+            try:
+                value = kind(value)
+            except ValueError:
+                pass
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if kind is float or float(value).is_integer():
+                return kind(value)
+    elif kind is str and isinstance(value, str):
+        return value
+    elif kind is Any or isinstance(kind, types.UnionType):
+        return value
+    raise NmtkitError(f"config key {where}: expected {_type_name(kind)}, got {value!r}")
+
+
+def from_dict(cls: type, data: Any, where: str = "") -> Any:
+    """Build dataclass `cls` from a dict, rejecting unknown keys and wrong types."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise NmtkitError(f"config section {where or '(top)'}: expected a mapping, got {data!r}")
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for key, value in data.items():
+        if key not in known:
+            raise NmtkitError(f"unknown config key {where}{key}; known keys: {', '.join(sorted(known))}")
+        kind = hints[key]
+        if dataclasses.is_dataclass(kind):
+            kwargs[key] = from_dict(kind, value, f"{where}{key}.")
+        else:
+            kwargs[key] = _coerce(value, kind, f"{where}{key}")
+    return cls(**kwargs)
+
+
+def build_config(data: dict | None) -> Config:
+    """Build a full `Config`; the model section's type is chosen by its `name`."""
+    from nmtkit.registry import get_model
+
+    data = dict(data or {})
+    model_data = data.pop("model", None) or {}
+    if not isinstance(model_data, dict):
+        raise NmtkitError(f"config section model: expected a mapping, got {model_data!r}")
+    name = model_data.get("name", "transformer")
+    if not isinstance(name, str):
+        raise NmtkitError(f"config key model.name: expected a model name, got {name!r}")
+    entry = get_model(name)
+    config = from_dict(Config, data)
+    config.model = from_dict(entry.config_cls, model_data, "model.")
+    return config
+
+
+def apply_overrides(data: dict, overrides: list[str]) -> dict:
+    """Apply `section.key=value` overrides (values parsed as YAML scalars) to a nested dict."""
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise NmtkitError(f"override {item!r} is not of the form section.key=value")
+        *sections, leaf = key.strip().split(".")
+        node = data
+        for section in sections:
+            node = node.setdefault(section, {})
+            if not isinstance(node, dict):
+                raise NmtkitError(f"override {item!r}: {section} is not a section")
+        node[leaf] = yaml.safe_load(text) if text.strip() else ""
+    return data
+
+
+def load_yaml(path: str | Path) -> dict:
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise NmtkitError(f"cannot read config {path}: {error.strerror}") from error
+    except yaml.YAMLError as error:
+        raise NmtkitError(f"config {path} is not valid YAML: {str(error).splitlines()[0]}") from error
+    if data is not None and not isinstance(data, dict):
+        raise NmtkitError(f"config {path} must hold a mapping of sections")
+    return data or {}
+
+
+def to_dict(config: Any) -> dict:
+    return dataclasses.asdict(config)
+
+
+def save_yaml(config: Any, path: str | Path) -> None:
+    Path(path).write_text(yaml.safe_dump(to_dict(config), sort_keys=False), encoding="utf-8")
