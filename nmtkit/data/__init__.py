@@ -1,0 +1,1 @@
+"""Data preparation: corpus cleaning, subwords, binarized datasets and batching."""

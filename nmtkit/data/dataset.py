@@ -1,0 +1,129 @@
+"""Binarized token arrays, padding/collation and a length-bucketed, token-budget batch sampler."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from nmtkit.data.subword import BOS, EOS, PAD
+
+
+class TokenArray:
+    """Variable-length int sequences stored flat with offsets; loaded through memory maps."""
+
+    def __init__(self, tokens: np.ndarray, offsets: np.ndarray):
+        self.tokens = tokens
+        self.offsets = offsets
+
+    @classmethod
+    def from_lists(cls, seqs: list[list[int]]) -> TokenArray:
+        lengths = np.fromiter((len(seq) for seq in seqs), dtype=np.int64, count=len(seqs))
+        offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        tokens = np.fromiter((tok for seq in seqs for tok in seq), dtype=np.int32, count=int(offsets[-1]))
+        return cls(tokens, offsets)
+
+    def save(self, prefix: Path) -> None:
+        np.save(f"{prefix}.tok.npy", self.tokens)
+        np.save(f"{prefix}.off.npy", self.offsets)
+
+    @classmethod
+    def load(cls, prefix: Path) -> TokenArray:
+        return cls(np.load(f"{prefix}.tok.npy", mmap_mode="r"), np.load(f"{prefix}.off.npy"))
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, index: int) -> np.ndarray:
+        return self.tokens[self.offsets[index] : self.offsets[index + 1]]
+
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+
+@dataclass
+class Batch:
+    src: Tensor  # (B, S) source ids + EOS, right-padded
+    src_mask: Tensor  # (B, S) True on real tokens
+    tgt_in: Tensor  # (B, T) BOS + target ids
+    tgt_out: Tensor  # (B, T) target ids + EOS, PAD where padded
+    indices: np.ndarray  # positions of the sentences in the split
+
+    def to(self, device: torch.device) -> Batch:
+        move = {"non_blocking": True}
+        return Batch(self.src.to(device, **move), self.src_mask.to(device, **move),
+                     self.tgt_in.to(device, **move), self.tgt_out.to(device, **move), self.indices)
+
+    @property
+    def num_tgt_tokens(self) -> int:
+        return int((self.tgt_out != PAD).sum())
+
+
+def pad_sequences(seqs: list[np.ndarray], prefix: list[int], suffix: list[int]) -> Tensor:
+    """Stack sequences with optional BOS prefix / EOS suffix into a right-padded (B, L) LongTensor."""
+    length = max(len(seq) for seq in seqs) + len(prefix) + len(suffix)
+    out = torch.full((len(seqs), length), PAD, dtype=torch.long)
+    for row, seq in enumerate(seqs):
+        full = prefix + [int(tok) for tok in seq] + suffix
+        out[row, : len(full)] = torch.tensor(full, dtype=torch.long)
+    return out
+
+
+def encode_sources(seqs: list[np.ndarray] | list[list[int]]) -> tuple[Tensor, Tensor]:
+    """Source tensor with EOS appended and its mask (True on real tokens)."""
+    src = pad_sequences(list(seqs), [], [EOS])
+    return src, src != PAD
+
+
+def collate(src: TokenArray, tgt: TokenArray, indices: np.ndarray) -> Batch:
+    src_ids, src_mask = encode_sources([src[i] for i in indices])
+    tgt_seqs = [tgt[i] for i in indices]
+    return Batch(src_ids, src_mask, pad_sequences(tgt_seqs, [BOS], []),
+                 pad_sequences(tgt_seqs, [], [EOS]), indices)
+
+
+def token_batches(src_lens: np.ndarray, tgt_lens: np.ndarray, max_tokens: int,
+                  rng: np.random.Generator | None = None) -> list[np.ndarray]:
+    """Group sentences of similar length so that batch_size * longest (padding included) <= max_tokens.
+
+    Sentences are sorted by target then source length (ties broken at random when `rng` is given), cut
+    greedily into batches, and the batch order is shuffled by `rng`. A sentence longer than the budget
+    forms a batch of its own.
+    """
+    src_lens, tgt_lens = src_lens + 1, tgt_lens + 1  # EOS / BOS
+    ties = rng.random(len(src_lens)) if rng is not None else np.arange(len(src_lens))
+    order = np.lexsort((ties, src_lens, tgt_lens))
+    batches, start, longest = [], 0, 0
+    for pos, index in enumerate(order):
+        candidate = max(longest, src_lens[index], tgt_lens[index])
+        if pos > start and candidate * (pos - start + 1) > max_tokens:
+            batches.append(order[start:pos])
+            start, candidate = pos, max(src_lens[index], tgt_lens[index])
+        longest = candidate
+    batches.append(order[start:])
+    if rng is not None:
+        rng.shuffle(batches)
+    return batches
+
+
+class ParallelData:
+    """One binarized split of a data directory."""
+
+    def __init__(self, data_dir: Path, split: str):
+        self.src = TokenArray.load(data_dir / f"{split}.src")
+        self.tgt = TokenArray.load(data_dir / f"{split}.tgt")
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def epoch_batches(self, max_tokens: int, seed: int, epoch: int) -> list[np.ndarray]:
+        """The same batches for the same (seed, epoch): what makes resuming mid-epoch exact."""
+        rng = np.random.default_rng([seed, epoch])
+        return token_batches(self.src.lengths(), self.tgt.lengths(), max_tokens, rng)
+
+    def batch(self, indices: np.ndarray) -> Batch:
+        return collate(self.src, self.tgt, indices)
