@@ -1,0 +1,32 @@
+"""The one interface between models and everything else (search, training, alignment).
+
+Memory and State are dicts of batch-first tensors, so beam search can reorder them generically with
+`index_select(0, ...)`; no model has a reorder method and search never asks which model it drives.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+Memory = dict[str, Tensor]
+State = dict[str, Tensor]
+
+
+class EncoderDecoder(nn.Module):
+    """Base class of every registered model."""
+
+    def encode(self, src: Tensor, src_mask: Tensor) -> Memory:
+        """src (B, S) ids, src_mask (B, S) True on real tokens -> memory (must contain `src_mask`)."""
+        raise NotImplementedError
+
+    def init_state(self, memory: Memory) -> State:
+        """The decoder state before the first target token."""
+        raise NotImplementedError
+
+    def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, State, Tensor | None]:
+        """prev (B,) last tokens -> log-probs (B, V), new state, attention over the source (B, S) or None."""
+        raise NotImplementedError
+
+    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor | None]:
+        """Teacher forcing: logits (B, T, V) and attention (B, T, S) or None."""
+        raise NotImplementedError

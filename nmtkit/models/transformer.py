@@ -1,0 +1,177 @@
+"""The Transformer (Vaswani et al. 2017, "Attention Is All You Need", arXiv 1706.03762).
+
+Encoder and decoder stacks of multi-head attention and position-wise feed-forward layers (Section 3.1),
+pre-norm (Wang et al. 2019, the default: trains stably without a long warmup) or post-norm as in the paper.
+Incremental decoding caches each decoder layer's self-attention keys/values in State; the cross-attention
+keys/values are projected once from the encoder output and kept in Memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from nmtkit.config import option
+from nmtkit.models.base import EncoderDecoder, Memory, State
+from nmtkit.modules.attention import MultiHeadAttention
+from nmtkit.modules.embeddings import PositionEmbedding, TokenEmbedding
+from nmtkit.registry import register_model
+
+
+@dataclass
+class TransformerConfig:
+    name: str = option("transformer", "registered model name")
+    encoder_layers: int = option(3, "encoder layers")
+    decoder_layers: int = option(3, "decoder layers")
+    d_model: int = option(256, "model (embedding) dimension")
+    heads: int = option(4, "attention heads")
+    ffn: int = option(1024, "feed-forward inner dimension")
+    dropout: float = option(0.1, "dropout on embeddings and sub-layer outputs")
+    attention_dropout: float = option(0.0, "dropout on attention weights")
+    activation: Literal["relu", "gelu"] = option("relu", "feed-forward activation")
+    norm: Literal["pre", "post"] = option("pre", "layer norm before (pre) or after (post) each sub-layer")
+    positions: Literal["sinusoidal", "learned"] = option("sinusoidal", "position embeddings")
+    max_positions: int = option(1024, "longest sequence the position embeddings cover")
+    share_embeddings: bool = option(True, "one embedding matrix for source and target (joint vocabulary only)")
+    tie_output: bool = option(True, "output projection shares the target embedding matrix")
+
+
+class Sublayer(nn.Module):
+    """Residual connection around a sub-layer with layer norm before (pre) or after (post) it."""
+
+    def __init__(self, d_model: int, dropout: float, pre_norm: bool):
+        super().__init__()
+        self.norm, self.dropout, self.pre_norm = nn.LayerNorm(d_model), nn.Dropout(dropout), pre_norm
+
+    def forward(self, x: Tensor, fn) -> tuple[Tensor, Tensor | None]:
+        out, weights = fn(self.norm(x) if self.pre_norm else x)
+        x = x + self.dropout(out)
+        return (x if self.pre_norm else self.norm(x)), weights
+
+
+class FeedForward(nn.Module):
+    """FFN(x) = act(x W1 + b1) W2 + b2 (Section 3.3)."""
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.inner, self.outer = nn.Linear(config.d_model, config.ffn), nn.Linear(config.ffn, config.d_model)
+        self.activation = F.relu if config.activation == "relu" else F.gelu
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: Tensor) -> tuple[Tensor, None]:
+        return self.outer(self.dropout(self.activation(self.inner(x)))), None
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        pre = config.norm == "pre"
+        self.attention = MultiHeadAttention(config.d_model, config.heads, config.attention_dropout)
+        self.feed_forward = FeedForward(config)
+        self.attention_block = Sublayer(config.d_model, config.dropout, pre)
+        self.feed_forward_block = Sublayer(config.d_model, config.dropout, pre)
+
+    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+        def attend(h: Tensor):
+            return self.attention(h, *self.attention.project_kv(h), mask=mask)
+
+        x, _ = self.attention_block(x, attend)
+        return self.feed_forward_block(x, self.feed_forward)[0]
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        pre = config.norm == "pre"
+        self.self_attention = MultiHeadAttention(config.d_model, config.heads, config.attention_dropout)
+        self.cross_attention = MultiHeadAttention(config.d_model, config.heads, config.attention_dropout)
+        self.feed_forward = FeedForward(config)
+        self.blocks = nn.ModuleList(Sublayer(config.d_model, config.dropout, pre) for _ in range(3))
+
+    def forward(self, x: Tensor, cross_kv: tuple[Tensor, Tensor], src_mask: Tensor,
+                cache: tuple[Tensor, Tensor] | None = None, need_weights: bool = False):
+        """x (B, T, D); cache holds past self-attention keys/values (B, H, t, dh) when decoding step by step."""
+        new_cache = None
+
+        def self_attend(h: Tensor):
+            nonlocal new_cache
+            key, value = self.self_attention.project_kv(h)
+            if cache is not None:
+                key, value = torch.cat([cache[0], key], dim=2), torch.cat([cache[1], value], dim=2)
+                new_cache = (key, value)
+            return self.self_attention(h, key, value, causal=True)
+
+        def cross_attend(h: Tensor):
+            return self.cross_attention(h, *cross_kv, mask=src_mask.unsqueeze(1), need_weights=need_weights)
+
+        x, _ = self.blocks[0](x, self_attend)
+        x, weights = self.blocks[1](x, cross_attend)
+        x, _ = self.blocks[2](x, self.feed_forward)
+        return x, new_cache, weights
+
+
+@register_model("transformer", config=TransformerConfig)
+class Transformer(EncoderDecoder):
+    """Encoder-decoder Transformer; attention returned is the last decoder layer's, averaged over heads."""
+
+    def __init__(self, config: TransformerConfig, src_vocab: int, tgt_vocab: int, shared_vocab: bool):
+        super().__init__()
+        self.config = config
+        self.tgt_embed = TokenEmbedding(tgt_vocab, config.d_model)
+        share = config.share_embeddings and shared_vocab
+        self.src_embed = self.tgt_embed if share else TokenEmbedding(src_vocab, config.d_model)
+        self.positions = PositionEmbedding(config.d_model, config.max_positions, config.positions)
+        self.dropout = nn.Dropout(config.dropout)
+        self.encoder = nn.ModuleList(EncoderLayer(config) for _ in range(config.encoder_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(config) for _ in range(config.decoder_layers))
+        pre = config.norm == "pre"
+        self.encoder_norm = nn.LayerNorm(config.d_model) if pre else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(config.d_model) if pre else nn.Identity()
+        self.output = nn.Linear(config.d_model, tgt_vocab, bias=False)
+        if config.tie_output:
+            self.output.weight = self.tgt_embed.weight
+
+    def encode(self, src: Tensor, src_mask: Tensor) -> Memory:
+        x = self.dropout(self.positions(self.src_embed(src)))  # (B, S, D)
+        for layer in self.encoder:
+            x = layer(x, src_mask.unsqueeze(1))
+        x = self.encoder_norm(x)
+        memory = {"src_mask": src_mask}
+        for index, layer in enumerate(self.decoder):
+            memory[f"cross_k{index}"], memory[f"cross_v{index}"] = layer.cross_attention.project_kv(x)
+        return memory
+
+    def _decode(self, x: Tensor, memory: Memory, state: State | None, need_weights: bool):
+        new_state, weights = {}, None
+        for index, layer in enumerate(self.decoder):
+            cache = None if state is None else (state[f"self_k{index}"], state[f"self_v{index}"])
+            cross_kv = (memory[f"cross_k{index}"], memory[f"cross_v{index}"])
+            last = index == len(self.decoder) - 1
+            x, cache, weights = layer(x, cross_kv, memory["src_mask"], cache, need_weights and last)
+            if cache is not None:
+                new_state[f"self_k{index}"], new_state[f"self_v{index}"] = cache
+        logits = self.output(self.decoder_norm(x))  # (B, T, V)
+        return logits, new_state, None if weights is None else weights.mean(dim=1)
+
+    def init_state(self, memory: Memory) -> State:
+        batch, device = memory["src_mask"].size(0), memory["src_mask"].device
+        heads, head_dim = self.config.heads, self.config.d_model // self.config.heads
+        empty = torch.zeros(batch, heads, 0, head_dim, device=device, dtype=memory["cross_k0"].dtype)
+        return {f"self_{kind}{index}": empty for index in range(len(self.decoder)) for kind in "kv"}
+
+    def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, State, Tensor | None]:
+        offset = state["self_k0"].size(2)
+        x = self.dropout(self.positions(self.tgt_embed(prev.unsqueeze(1)), offset))  # (B, 1, D)
+        logits, state, weights = self._decode(x, memory, state, need_weights=True)
+        return F.log_softmax(logits[:, -1].float(), dim=-1), state, weights[:, -1]
+
+    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor,
+                need_attention: bool = False) -> tuple[Tensor, Tensor | None]:
+        memory = self.encode(src, src_mask)
+        x = self.dropout(self.positions(self.tgt_embed(tgt_in)))  # (B, T, D)
+        logits, _, weights = self._decode(x, memory, None, need_attention)
+        return logits, weights

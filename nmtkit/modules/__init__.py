@@ -1,0 +1,1 @@
+"""Building blocks shared by the models: attention, embeddings."""
