@@ -1,0 +1,89 @@
+"""Self-contained checkpoints: config, subword model(s) and weights in one file, written atomically."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from nmtkit import __version__
+from nmtkit.config import Config, build_config
+from nmtkit.data.subword import Subword
+from nmtkit.errors import NmtkitError
+from nmtkit.models.base import EncoderDecoder
+from nmtkit.registry import build_model
+
+FORMAT = 1
+
+
+def save_atomic(payload: dict, path: Path) -> None:
+    """Write to a temporary file in the same directory, fsync, then rename: a crash leaves the old file intact."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as tmp:
+            torch.save(payload, tmp)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def make_payload(config: Config, model: EncoderDecoder, subwords: tuple[Subword, Subword],
+                 train_state: dict | None = None) -> dict:
+    from nmtkit.config import to_dict
+
+    return {"format": FORMAT, "nmtkit_version": __version__, "config": to_dict(config),
+            "subword": {"src": subwords[0].proto, "tgt": subwords[1].proto,
+                        "joint": subwords[0] is subwords[1]},
+            "model": model.state_dict(), "train_state": train_state}
+
+
+def load_checkpoint(path: str | Path) -> dict:
+    """Read a checkpoint; a missing, truncated or foreign file is a one-line NmtkitError."""
+    path = Path(path)
+    if not path.is_file():
+        raise NmtkitError(f"checkpoint {path} does not exist")
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # torch.load fails in many ways on foreign or damaged files
+        raise NmtkitError(f"checkpoint {path} is corrupted or truncated ({type(error).__name__}); "
+                          "use another checkpoint, e.g. last.pt or model.pt of the run") from error
+    if not isinstance(payload, dict) or "format" not in payload:
+        raise NmtkitError(f"{path} is not an nmtkit checkpoint")
+    if payload["format"] != FORMAT:
+        raise NmtkitError(f"checkpoint {path} has format {payload['format']}, this nmtkit reads format {FORMAT}; "
+                          f"it was written by nmtkit {payload.get('nmtkit_version', '?')}")
+    return payload
+
+
+@dataclass
+class LoadedModel:
+    config: Config
+    model: EncoderDecoder
+    src_subword: Subword
+    tgt_subword: Subword
+
+
+def restore_model(payload: dict[str, Any], device: torch.device) -> LoadedModel:
+    """Rebuild model and subword models from a checkpoint payload."""
+    config = build_config(payload["config"])
+    src_subword = Subword(payload["subword"]["src"])
+    tgt_subword = src_subword if payload["subword"]["joint"] else Subword(payload["subword"]["tgt"])
+    model = build_model(config.model, src_subword.vocab_size, tgt_subword.vocab_size, payload["subword"]["joint"])
+    try:
+        model.load_state_dict(payload["model"])
+    except RuntimeError as error:
+        raise NmtkitError(f"checkpoint weights do not match its config: {str(error).splitlines()[0]}") from error
+    return LoadedModel(config, model.to(device).eval(), src_subword, tgt_subword)

@@ -1,0 +1,233 @@
+"""The `nmtkit` command line: each subcommand parses options, builds a config and calls one library function.
+
+Results go to stdout; logs and progress go to stderr. User errors are one line and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import logging
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from nmtkit import __version__
+from nmtkit.errors import NmtkitError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="nmtkit: neural machine translation from the command line.")
+log = logging.getLogger("nmtkit")
+_debug = False
+
+Files = Annotated[Path | None, typer.Option(dir_okay=False)]
+Overrides = Annotated[list[str] | None, typer.Option("--set", help="override a config key: section.key=value")]
+
+
+def handle_errors(command):
+    """Report NmtkitError (and a closed stdout) in one line instead of a traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except NmtkitError as error:
+            if _debug:
+                raise
+            print(f"error: {error}", file=sys.stderr)
+            raise typer.Exit(1) from None
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(0) from None
+        except KeyboardInterrupt:
+            print("error: interrupted", file=sys.stderr)
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
+@app.callback()
+def main(
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="only warnings and errors on stderr")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="show tracebacks and debug logs")] = False,
+    version: Annotated[bool, typer.Option("--version", help="print the version and exit")] = False,
+) -> None:
+    global _debug
+    if version:
+        print(__version__)
+        raise typer.Exit(0)
+    _debug = debug
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s | %(levelname)s | %(message)s", "%H:%M:%S"))
+    log.handlers[:] = [handler]
+    log.setLevel(logging.DEBUG if debug else logging.WARNING if quiet else logging.INFO)
+    log.propagate = False
+
+
+def _split(kind: str, src: Path | None, tgt: Path | None, tsv: Path | None):
+    from nmtkit.data.prepare import SplitFiles
+
+    if tsv is not None:
+        if src or tgt:
+            raise NmtkitError(f"give either --{kind}-tsv or --{kind}-src/--{kind}-tgt, not both")
+        return SplitFiles(tsv=tsv)
+    if (src is None) != (tgt is None):
+        raise NmtkitError(f"--{kind}-src and --{kind}-tgt must be given together")
+    return None if src is None else SplitFiles(src=src, tgt=tgt)
+
+
+def _lang(path: Path | None, default: str) -> str:
+    suffix = path.suffix.lstrip(".") if path is not None else ""
+    return suffix if suffix and suffix not in ("txt", "tsv") else default
+
+
+@app.command()
+@handle_errors
+def prepare(
+    out: Annotated[Path, typer.Option(help="data directory to write")],
+    train_src: Files = None, train_tgt: Files = None, train_tsv: Files = None,
+    dev_src: Files = None, dev_tgt: Files = None, dev_tsv: Files = None,
+    test_src: Files = None, test_tgt: Files = None, test_tsv: Files = None,
+    config: Annotated[Path | None, typer.Option(help="YAML file of data settings")] = None,
+    subword: Annotated[str | None, typer.Option(help="bpe, unigram, char or word")] = None,
+    vocab_size: Annotated[int | None, typer.Option(help="subword vocabulary size")] = None,
+    joint: Annotated[bool | None, typer.Option("--joint/--separate", help="one subword model for both sides")] = None,  # noqa: E501
+    src_lang: Annotated[str | None, typer.Option(help="source language code (default: file suffix)")] = None,
+    tgt_lang: Annotated[str | None, typer.Option(help="target language code (default: file suffix)")] = None,
+    overrides: Overrides = None,
+) -> None:
+    """Validate and clean parallel text, train SentencePiece, and write a binarized data directory."""
+    from nmtkit.config import DataConfig, apply_overrides, from_dict, load_yaml
+    from nmtkit.data.prepare import prepare_data
+
+    data = load_yaml(config) if config else {}
+    flags = {"subword": subword, "vocab_size": vocab_size, "joint": joint}
+    data.update({key: value for key, value in flags.items() if value is not None})
+    data_config = from_dict(DataConfig, apply_overrides(data, overrides or []), "data.")
+    splits = {name: files for name, files in (("train", _split("train", train_src, train_tgt, train_tsv)),
+                                              ("dev", _split("dev", dev_src, dev_tgt, dev_tsv)),
+                                              ("test", _split("test", test_src, test_tgt, test_tsv)))
+              if files is not None}
+    langs = (src_lang or _lang(train_src, "src"), tgt_lang or _lang(train_tgt, "tgt"))
+    manifest = prepare_data(splits, out, data_config, langs)
+    print(json.dumps({"out": str(out), "vocab": manifest["vocab"], "filter": manifest["filter"],
+                      "splits": manifest["splits"]}))
+
+
+def parse_duration(text: str) -> float:
+    """'3600', '90s', '45m', '1.5h' -> seconds."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([smh]?)\s*", text)
+    if not match:
+        raise NmtkitError(f"cannot read duration {text!r}; write e.g. 3600, 90s, 45m or 1.5h")
+    return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]
+
+
+@app.command()
+@handle_errors
+def train(
+    data: Annotated[Path, typer.Option(help="data directory written by nmtkit prepare")],
+    out: Annotated[Path, typer.Option(help="run directory (config.yaml, model.pt, last.pt, logs)")],
+    config: Annotated[Path | None, typer.Option(help="YAML config (model/train/decode sections)")] = None,
+    model: Annotated[str | None, typer.Option(help="registered model name, e.g. transformer")] = None,
+    overrides: Overrides = None,
+    resume: Annotated[bool, typer.Option(help="continue the run in --out from last.pt")] = False,
+    max_steps: Annotated[int | None, typer.Option(help="stop after N updates")] = None,
+    max_time: Annotated[str | None, typer.Option(help="stop after this long, e.g. 3600, 45m, 1h")] = None,
+    device: Annotated[str | None, typer.Option(help="auto, cpu, cuda, cuda:N")] = None,
+    threads: Annotated[int | None, typer.Option(help="CPU threads (0 = all cores)")] = None,
+    seed: Annotated[int | None, typer.Option(help="random seed")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
+) -> None:
+    """Train a model; prints a JSON summary on stdout when done."""
+    from nmtkit.config import apply_overrides, build_config, load_yaml
+    from nmtkit.training import train as run_training
+
+    raw = load_yaml(out / "config.yaml") if resume and config is None and (out / "config.yaml").exists() else {}
+    raw = load_yaml(config) if config else raw
+    if model:
+        raw.setdefault("model", {})
+        if raw["model"].get("name", model) != model:
+            raw["model"] = {}
+        raw["model"]["name"] = model
+    flags = {"max_steps": max_steps, "max_time": parse_duration(max_time) if max_time else None,
+             "device": device, "threads": threads, "seed": seed}
+    raw.setdefault("train", {}).update({key: value for key, value in flags.items() if value is not None})
+    summary = run_training(build_config(apply_overrides(raw, overrides or [])), data, out, resume, quiet)
+    print(json.dumps(summary))
+
+
+def _open_lines(path: Path | None):
+    """Text lines of a file or stdin; invalid UTF-8 is replaced (with a warning) rather than fatal."""
+    if path is None:
+        return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace", newline="\n")
+    try:
+        return open(path, encoding="utf-8", errors="replace", newline="\n")
+    except OSError as error:
+        raise NmtkitError(f"cannot read {path}: {error.strerror}") from error
+
+
+@app.command()
+@handle_errors
+def translate(
+    model: Annotated[Path, typer.Option("--model", "-m", help="checkpoint (model.pt)", dir_okay=False)],
+    input: Annotated[Path | None, typer.Option("--input", "-i", help="input file (default: stdin)")] = None,
+    beam: Annotated[int | None, typer.Option(help="beam size (default: from the checkpoint, 5)")] = None,
+    greedy: Annotated[bool, typer.Option(help="greedy search (same as --beam 1)")] = False,
+    batch_tokens: Annotated[int | None, typer.Option(help="source tokens per batch")] = None,
+    buffer_size: Annotated[int | None, typer.Option(help="lines read before translating")] = None,
+    device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N")] = "auto",
+    threads: Annotated[int, typer.Option(help="CPU threads (0 = all cores)")] = 0,
+    overrides: Overrides = None,
+) -> None:
+    """Translate lines from stdin (or --input) to stdout, one output line per input line."""
+    from nmtkit.checkpoint import load_checkpoint, restore_model
+    from nmtkit.config import DecodeConfig, apply_overrides, from_dict, to_dict
+    from nmtkit.runtime import pick_device, set_threads
+    from nmtkit.translate import Translator, translate_stream
+
+    set_threads(threads)
+    torch_device = pick_device(device)
+    loaded = restore_model(load_checkpoint(model), torch_device)
+    raw = to_dict(loaded.config.decode)
+    flags = {"beam": 1 if greedy else beam, "batch_tokens": batch_tokens, "buffer_size": buffer_size}
+    raw.update({key: value for key, value in flags.items() if value is not None})
+    decode = from_dict(DecodeConfig, apply_overrides({"decode": raw}, overrides or [])["decode"], "decode.")
+    for outputs in translate_stream(Translator(loaded, decode, torch_device), _open_lines(input)):
+        sys.stdout.write("".join(output + "\n" for output in outputs))
+        sys.stdout.flush()
+
+
+@app.command()
+@handle_errors
+def evaluate(
+    hyp: Annotated[str, typer.Option(help="hypothesis file, or - for stdin")],
+    ref: Annotated[list[Path], typer.Option(help="reference file (repeat for several references)")],
+    metrics: Annotated[str, typer.Option(help="comma-separated: bleu,chrf")] = "bleu,chrf",
+    lowercase: Annotated[bool, typer.Option(help="case-insensitive scores")] = False,
+    tokenize: Annotated[str | None, typer.Option(help="sacrebleu BLEU tokenizer (default 13a)")] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Score hypotheses against references with sacrebleu (BLEU, chrF) and print the signatures."""
+    from nmtkit.data.corpus import read_lines
+    from nmtkit.evaluate import evaluate_files, read_stream_lines
+
+    hypotheses = read_stream_lines(sys.stdin.buffer) if hyp == "-" else read_lines(hyp)
+    names = [name.strip() for name in metrics.split(",") if name.strip()]
+    results = evaluate_files(hypotheses, hyp, ref, names, lowercase, tokenize)
+    if json_output:
+        print(json.dumps({name: {k: v for k, v in result.items() if k != "text"} for name, result in results.items()}))
+        return
+    for result in results.values():
+        print(f"{result['text']}\n  signature: {result['signature']}")
+
+
+@app.command()
+def align() -> None:
+    """Word alignments from attention (not implemented yet)."""
+    print("error: nmtkit align is not implemented yet", file=sys.stderr)
+    raise typer.Exit(2)

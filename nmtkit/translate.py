@@ -1,0 +1,79 @@
+"""Streaming batched translation: read lines, translate them in length-sorted batches, write in input order.
+
+Exactly one output line per input line: an empty line gives an empty line, and every chunk of
+`buffer_size` lines is written and flushed as soon as it is translated.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from itertools import islice
+
+import torch
+
+from nmtkit.checkpoint import LoadedModel
+from nmtkit.config import DecodeConfig
+from nmtkit.data.corpus import normalize
+from nmtkit.data.dataset import encode_sources
+from nmtkit.search import beam_search, greedy_search, max_lengths
+
+log = logging.getLogger(__name__)
+
+
+def length_batches(lengths: list[int], max_tokens: int) -> list[list[int]]:
+    """Indices sorted by length, cut so that batch size * longest <= max_tokens."""
+    order = sorted(range(len(lengths)), key=lambda index: lengths[index])
+    batches: list[list[int]] = [[]]
+    for index in order:
+        if batches[-1] and (len(batches[-1]) + 1) * (lengths[index] + 1) > max_tokens:
+            batches.append([])
+        batches[-1].append(index)
+    return [batch for batch in batches if batch]
+
+
+class Translator:
+    """A loaded model plus decoding settings; translates lists of lines."""
+
+    def __init__(self, loaded: LoadedModel, decode: DecodeConfig, device: torch.device):
+        self.loaded, self.decode, self.device = loaded, decode, device
+        self.max_source = getattr(loaded.config.model, "max_positions", 1024) - 1
+
+    def _truncate(self, ids: list[int], number: int) -> list[int]:
+        if len(ids) > self.max_source:
+            log.warning("line %d: %d subwords, truncated to %d", number, len(ids), self.max_source)
+            return ids[: self.max_source]
+        return ids
+
+    def search(self, sources: list[list[int]]) -> list[list[int]]:
+        """Translate a batch of subword-id sequences to the best output ids."""
+        src, src_mask = encode_sources(sources)
+        src, src_mask = src.to(self.device), src_mask.to(self.device)
+        limit = max_lengths(src_mask, self.decode.max_len_a, self.decode.max_len_b, self.max_source)
+        if self.decode.beam <= 1:
+            return [hyp.tokens for hyp in greedy_search(self.loaded.model, src, src_mask, limit)]
+        nbest = beam_search(self.loaded.model, src, src_mask, limit, self.decode.beam, self.decode.length_penalty)
+        return [hyps[0].tokens for hyps in nbest]
+
+    def translate(self, lines: list[str], first_line: int = 1) -> list[str]:
+        """Translate `lines` (numbered from `first_line` in warnings); empty lines stay empty."""
+        texts = [normalize(line) for line in lines]
+        ids = self.loaded.src_subword.encode(texts)
+        ids = [self._truncate(seq, first_line + index) for index, seq in enumerate(ids)]
+        outputs = [""] * len(lines)
+        todo = [index for index, text in enumerate(texts) if text]
+        for batch in length_batches([len(ids[index]) for index in todo], self.decode.batch_tokens):
+            rows = [todo[position] for position in batch]
+            hyps = self.search([ids[row] for row in rows])
+            for row, text in zip(rows, self.loaded.tgt_subword.decode(hyps)):
+                outputs[row] = text
+        return outputs
+
+
+def translate_stream(translator: Translator, lines: Iterable[str]) -> Iterator[list[str]]:
+    """Translate an iterable of lines chunk by chunk, yielding each chunk's outputs in input order."""
+    iterator = iter(lines)
+    first_line = 1
+    while chunk := [line.rstrip("\r\n") for line in islice(iterator, translator.decode.buffer_size)]:
+        yield translator.translate(chunk, first_line)
+        first_line += len(chunk)
