@@ -1,0 +1,54 @@
+"""Summarise a Bible recipe run: test BLEU (1 and 2 references), chrF, training and translation speed.
+
+python recipes/bible/report.py --run RUN_DIR --data RAW_DIR --translate-start T0 --translate-end T1 --beam K
+prints a Markdown table and writes RUN_DIR/results.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def collect(args: argparse.Namespace) -> dict:
+    summary = load(args.run / "train.summary.json")
+    one, two = load(args.run / "test.kjv.json"), load(args.run / "test.kjv+web.json")
+    sentences = sum(1 for _ in open(args.data / "test.es", encoding="utf-8"))
+    hyp_tokens = sum(len(line.split()) for line in open(args.run / "test.hyp", encoding="utf-8"))
+    seconds = args.translate_end - args.translate_start
+    return {"model": Path(args.run).name, "parameters": summary["parameters"], "train_steps": summary["steps"],
+            "train_epochs": summary["epochs"], "train_seconds": summary["elapsed_seconds"],
+            "train_tgt_tokens_per_s": summary["tgt_tokens_per_s"], "threads": summary["threads"],
+            "device": summary["device"], "test_sentences": sentences, "beam": args.beam,
+            "bleu_kjv": round(one["bleu"]["score"], 2), "bleu_kjv_web": round(two["bleu"]["score"], 2),
+            "chrf_kjv": round(one["chrf"]["score"], 2), "bleu_signature": one["bleu"]["signature"],
+            "translate_seconds": round(seconds, 1), "translate_sentences_per_s": round(sentences / seconds, 2),
+            "translate_words_per_s": round(hyp_tokens / seconds, 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", type=Path, required=True)
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--translate-start", type=float, required=True)
+    parser.add_argument("--translate-end", type=float, required=True)
+    parser.add_argument("--beam", type=int, required=True)
+    results = collect(parser.parse_args())
+    (parser.parse_args().run / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print("| model | params | steps | epochs | train time | train tgt tok/s | test BLEU (KJV) | BLEU (KJV+WEB) "
+          "| chrF (KJV) | translate (beam %d) |" % results["beam"])
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    print(f"| {results['model']} | {results['parameters'] / 1e6:.1f}M | {results['train_steps']} | "
+          f"{results['train_epochs']} | {results['train_seconds'] / 60:.0f} min | {results['train_tgt_tokens_per_s']:.0f} | "
+          f"{results['bleu_kjv']} | {results['bleu_kjv_web']} | {results['chrf_kjv']} | "
+          f"{results['translate_sentences_per_s']} sent/s |")
+    print(f"\nBLEU signature: {results['bleu_signature']}")
+
+
+if __name__ == "__main__":
+    main()

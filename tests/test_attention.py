@@ -1,0 +1,115 @@
+"""Tests for nmtkit/modules/attention.py: masked softmax, scaled dot-product attention, multi-head attention."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from nmtkit.modules.attention import MultiHeadAttention, masked_softmax, scaled_dot_product
+
+
+def test_masked_softmax_zeros_masked_positions_and_rows_sum_to_one():
+    generator = torch.Generator().manual_seed(0)
+    scores = torch.randn(2, 3, 5, generator=generator) * 10
+    mask = torch.rand(2, 3, 5, generator=generator) > 0.4
+    mask[..., 0] = True  # every row keeps at least one position
+    weights = masked_softmax(scores, mask)
+    assert torch.all(weights[~mask] == 0)
+    assert torch.all(weights[mask] > 0)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 3))
+
+
+def test_masked_softmax_all_masked_row_gives_zeros():
+    scores = torch.tensor([[1.0, 2.0, 3.0], [0.5, -1.0, 4.0]])
+    mask = torch.tensor([[False, False, False], [True, False, True]])
+    weights = masked_softmax(scores, mask)
+    assert not torch.isnan(weights).any()
+    assert weights[0].tolist() == [0.0, 0.0, 0.0]
+    expected = torch.softmax(torch.tensor([0.5, 4.0]), dim=0)
+    torch.testing.assert_close(weights[1, [0, 2]], expected)
+    assert weights[1, 1] == 0
+
+
+def test_masked_softmax_without_mask_is_softmax():
+    scores = torch.randn(4, 6, generator=torch.Generator().manual_seed(1))
+    torch.testing.assert_close(masked_softmax(scores, None), torch.softmax(scores, dim=-1))
+
+
+def as_tensor(rows: list[list[float]]) -> torch.Tensor:
+    return torch.tensor([rows], dtype=torch.float64)  # (1, rows, columns)
+
+
+def test_scaled_dot_product_matches_hand_computation():
+    query = [[1.0, 0.0, 2.0], [-1.0, 0.5, 0.0]]
+    key = [[0.5, 1.0, -1.0], [2.0, 0.0, 1.0], [0.0, -2.0, 0.5], [1.0, 1.0, 1.0]]
+    value = [[1.0, 2.0], [-1.0, 0.0], [3.0, 1.0], [0.0, -4.0]]
+    allowed = [[True, True, False, True], [True, False, True, True]]
+    expected_weights, expected_context = [], []
+    for q, row_mask in zip(query, allowed):
+        scores = [sum(a * b for a, b in zip(q, k)) / math.sqrt(3) for k in key]
+        exps = [math.exp(s) if ok else 0.0 for s, ok in zip(scores, row_mask)]
+        weights = [e / sum(exps) for e in exps]
+        expected_weights.append(weights)
+        expected_context.append([sum(w * v[d] for w, v in zip(weights, value)) for d in range(2)])
+    context, weights = scaled_dot_product(as_tensor(query), as_tensor(key), as_tensor(value),
+                                          torch.tensor([allowed]))
+    torch.testing.assert_close(weights, as_tensor(expected_weights), rtol=0, atol=1e-12)
+    torch.testing.assert_close(context, as_tensor(expected_context), rtol=0, atol=1e-12)
+
+
+@pytest.fixture
+def attention():
+    torch.manual_seed(0)
+    return MultiHeadAttention(16, 4, dropout=0.5).eval()
+
+
+def test_need_weights_does_not_change_cross_attention_output(attention):
+    generator = torch.Generator().manual_seed(2)
+    x, memory = torch.randn(2, 5, 16, generator=generator), torch.randn(2, 7, 16, generator=generator)
+    mask = torch.tensor([[True] * 7, [True] * 4 + [False] * 3]).unsqueeze(1)  # (B, 1, L)
+    key, value = attention.project_kv(memory)
+    with_weights, weights = attention(x, key, value, mask=mask, need_weights=True)
+    without_weights, none = attention(x, key, value, mask=mask)
+    assert none is None
+    assert weights.shape == (2, 4, 5, 7)
+    torch.testing.assert_close(with_weights, without_weights, rtol=0, atol=1e-6)
+    assert torch.all(weights[1, :, :, 4:] == 0)
+
+
+def test_need_weights_does_not_change_causal_self_attention_output(attention):
+    x = torch.randn(2, 6, 16, generator=torch.Generator().manual_seed(3))
+    key, value = attention.project_kv(x)
+    with_weights, weights = attention(x, key, value, causal=True, need_weights=True)
+    without_weights, _ = attention(x, key, value, causal=True)
+    torch.testing.assert_close(with_weights, without_weights, rtol=0, atol=1e-6)
+    future = torch.ones(6, 6, dtype=torch.bool).triu(1)
+    assert torch.all(weights[..., future] == 0)
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_causal_output_ignores_later_positions(attention, need_weights):
+    generator = torch.Generator().manual_seed(4)
+    x = torch.randn(1, 6, 16, generator=generator)
+    changed = x.clone()
+    changed[:, 4:] = torch.randn(1, 2, 16, generator=generator)
+    out, _ = attention(x, *attention.project_kv(x), causal=True, need_weights=need_weights)
+    out_changed, _ = attention(changed, *attention.project_kv(changed), causal=True, need_weights=need_weights)
+    torch.testing.assert_close(out[:, :4], out_changed[:, :4], rtol=0, atol=1e-6)
+    assert not torch.allclose(out[:, 4:], out_changed[:, 4:])
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_causal_queries_for_the_last_positions_see_all_earlier_keys(attention, need_weights):
+    """Incremental decoding: 2 new queries over 6 cached keys equal the last 2 rows of the full computation."""
+    x = torch.randn(2, 6, 16, generator=torch.Generator().manual_seed(5))
+    key, value = attention.project_kv(x)
+    full, _ = attention(x, key, value, causal=True)
+    last, _ = attention(x[:, 4:], key, value, causal=True, need_weights=need_weights)
+    torch.testing.assert_close(last, full[:, 4:], rtol=0, atol=1e-6)
+
+
+def test_heads_must_divide_d_model():
+    with pytest.raises(ValueError, match="divisible"):
+        MultiHeadAttention(10, 4)

@@ -1,0 +1,158 @@
+"""Tests for nmtkit/checkpoint.py: self-contained payloads, atomic writes and clear errors on bad files."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+import torch
+
+import nmtkit.checkpoint as checkpoint
+from nmtkit.checkpoint import FORMAT, load_checkpoint, make_payload, restore_model, save_atomic
+from nmtkit.config import DataConfig, build_config
+from nmtkit.data.dataset import encode_sources, pad_sequences
+from nmtkit.data.subword import BOS, train_subword
+from nmtkit.errors import NmtkitError
+from nmtkit.registry import build_model
+
+WORDS = "the a cat dog sees eats runs big small red fish bird tree house".split()
+TINY_MODEL = {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32, "max_positions": 64}
+
+
+@pytest.fixture(scope="module")
+def subword():
+    rng = random.Random(0)
+    lines = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 6))) for _ in range(50)]
+    return train_subword(lines, DataConfig(subword="word", vocab_size=30), 30)
+
+
+@pytest.fixture
+def trained(subword):
+    """A config, a tiny model with non-default weights, and the subword model."""
+    config = build_config({"model": TINY_MODEL, "train": {"lr": 3e-4}})
+    torch.manual_seed(0)
+    model = build_model(config.model, subword.vocab_size, subword.vocab_size, True).eval()
+    return config, model, subword
+
+
+def outputs(model, subword) -> torch.Tensor:
+    src, src_mask = encode_sources(subword.encode(["the big cat", "a small red fish eats"]))
+    tgt_in = pad_sequences(subword.encode(["a dog", "the bird runs"]), [BOS], [])
+    with torch.no_grad():
+        return model(src, src_mask, tgt_in)[0]
+
+
+def test_round_trip_restores_config_subwords_and_outputs(tmp_path, trained):
+    config, model, subword = trained
+    path = tmp_path / "run" / "model.pt"
+    save_atomic(make_payload(config, model, (subword, subword), {"step": 7}), path)
+    payload = load_checkpoint(path)
+    assert payload["format"] == FORMAT
+    assert payload["train_state"] == {"step": 7}
+    loaded = restore_model(payload, torch.device("cpu"))
+    assert loaded.config == config
+    assert loaded.src_subword is loaded.tgt_subword
+    assert loaded.src_subword.proto == subword.proto
+    assert loaded.src_subword.encode(["the cat"]) == subword.encode(["the cat"])
+    assert not loaded.model.training
+    torch.testing.assert_close(outputs(loaded.model, loaded.src_subword), outputs(model, subword), rtol=0, atol=0)
+
+
+def test_separate_subword_models_stay_separate(tmp_path, trained):
+    config, _, src_subword = trained
+    tgt_subword = train_subword(WORDS, DataConfig(subword="char"), 30)
+    assert tgt_subword.vocab_size != src_subword.vocab_size
+    model = build_model(config.model, src_subword.vocab_size, tgt_subword.vocab_size, False)
+    path = tmp_path / "model.pt"
+    save_atomic(make_payload(config, model, (src_subword, tgt_subword)), path)
+    loaded = restore_model(load_checkpoint(path), torch.device("cpu"))
+    assert loaded.src_subword.proto == src_subword.proto
+    assert loaded.tgt_subword.proto == tgt_subword.proto
+    assert loaded.model.src_embed is not loaded.model.tgt_embed
+
+
+def test_save_atomic_leaves_no_temporary_files(tmp_path, trained):
+    config, model, subword = trained
+    path = tmp_path / "last.pt"
+    save_atomic(make_payload(config, model, (subword, subword)), path)
+    save_atomic(make_payload(config, model, (subword, subword)), path)  # overwriting works too
+    assert sorted(os.listdir(tmp_path)) == ["last.pt"]
+
+
+def test_missing_file_is_an_error(tmp_path):
+    with pytest.raises(NmtkitError, match="does not exist"):
+        load_checkpoint(tmp_path / "missing.pt")
+
+
+def test_truncated_checkpoint_is_an_error(tmp_path, trained):
+    config, model, subword = trained
+    path = tmp_path / "model.pt"
+    save_atomic(make_payload(config, model, (subword, subword)), path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(NmtkitError, match="corrupted or truncated"):
+        load_checkpoint(path)
+
+
+# Files a user may pass by mistake: corpus text, a config, random bytes (two seeds take different paths
+# through torch's legacy pickle reader).
+NOT_CHECKPOINTS = {
+    "random_seed0": random.Random(0).randbytes(4096),
+    "random_seed2": random.Random(2).randbytes(4096),
+    "yaml": b"model:\n  d_model: 16\n",
+    "text_hello": b"hello world\n",
+    "text_english": b"the cat sat on the mat\n",
+}
+
+
+@pytest.mark.parametrize("content", NOT_CHECKPOINTS.values(), ids=NOT_CHECKPOINTS.keys())
+def test_a_file_that_is_not_a_checkpoint_is_an_error(tmp_path, content):
+    path = tmp_path / "model.pt"
+    path.write_bytes(content)
+    with pytest.raises(NmtkitError, match=str(path)):
+        load_checkpoint(path)
+
+
+def test_foreign_payload_is_an_error(tmp_path):
+    path = tmp_path / "weights.pt"
+    torch.save({"weight": torch.zeros(2)}, path)
+    with pytest.raises(NmtkitError, match="not an nmtkit checkpoint"):
+        load_checkpoint(path)
+
+
+def test_unknown_format_is_an_error_naming_it(tmp_path, trained):
+    config, model, subword = trained
+    payload = make_payload(config, model, (subword, subword))
+    payload["format"] = 999
+    path = tmp_path / "future.pt"
+    save_atomic(payload, path)
+    with pytest.raises(NmtkitError, match="format 999"):
+        load_checkpoint(path)
+
+
+def test_weights_that_do_not_match_the_config_are_an_error(tmp_path, trained):
+    config, model, subword = trained
+    payload = make_payload(config, model, (subword, subword))
+    payload["config"]["model"]["d_model"] = 32
+    with pytest.raises(NmtkitError, match="do not match"):
+        restore_model(payload, torch.device("cpu"))
+
+
+def test_failed_save_keeps_the_previous_checkpoint(tmp_path, trained, monkeypatch):
+    config, model, subword = trained
+    path = tmp_path / "last.pt"
+    save_atomic(make_payload(config, model, (subword, subword), {"step": 1}), path)
+    before = path.read_bytes()
+
+    def write_half_then_fail(payload, handle):
+        handle.write(before[: len(before) // 2])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(checkpoint.torch, "save", write_half_then_fail)
+    with pytest.raises(OSError, match="No space left"):
+        save_atomic(make_payload(config, model, (subword, subword), {"step": 2}), path)
+    assert path.read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ["last.pt"]
+    monkeypatch.undo()
+    assert load_checkpoint(path)["train_state"] == {"step": 1}

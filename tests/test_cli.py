@@ -1,0 +1,195 @@
+"""End to end through the real command line on the reverse task, plus bad input for every subcommand."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+REVERSE_CONFIG = ROOT / "recipes" / "reverse" / "config.yaml"
+
+
+def nmtkit(*args: str, stdin: bytes | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "2"}
+    result = subprocess.run([sys.executable, "-m", "nmtkit", *args], input=stdin, capture_output=True, env=env)
+    if check and result.returncode != 0:
+        raise AssertionError(f"nmtkit {' '.join(args)} failed:\n{result.stderr.decode()}")
+    return result
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str) -> None:
+    stderr = result.stderr.decode()
+    assert result.returncode != 0
+    assert "Traceback" not in stderr
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, stderr
+    for needle in needles:
+        assert needle in errors[0], errors[0]
+
+
+@pytest.fixture(scope="module")
+def reverse_data(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("reverse")
+    subprocess.run([sys.executable, str(ROOT / "recipes" / "reverse" / "make_data.py"), "--out", str(root / "raw")],
+                   check=True)
+    raw = root / "raw"
+    nmtkit("prepare", "--subword", "word", "--vocab-size", "100", "--out", str(root / "data"),
+           "--train-src", str(raw / "train.src"), "--train-tgt", str(raw / "train.tgt"),
+           "--dev-src", str(raw / "dev.src"), "--dev-tgt", str(raw / "dev.tgt"),
+           "--test-src", str(raw / "test.src"), "--test-tgt", str(raw / "test.tgt"))
+    return root
+
+
+@pytest.fixture(scope="module")
+def trained(reverse_data: Path) -> Path:
+    run = reverse_data / "run"
+    result = nmtkit("train", "--data", str(reverse_data / "data"), "--config", str(REVERSE_CONFIG),
+                    "--out", str(run), "--quiet")
+    summary = json.loads(result.stdout)
+    assert summary["steps"] == 800
+    return run
+
+
+def exact_match(hypotheses: list[str], references: list[str]) -> float:
+    assert len(hypotheses) == len(references)
+    return sum(h == r for h, r in zip(hypotheses, references)) / len(references)
+
+
+def test_prepare_writes_manifest_and_filters(reverse_data: Path):
+    manifest = json.loads((reverse_data / "data" / "manifest.json").read_text())
+    assert manifest["vocab"]["src"] == manifest["vocab"]["tgt"] == 24  # 20 symbols + pad/unk/bos/eos
+    assert manifest["filter"]["read"] == 20000
+    assert manifest["filter"]["kept"] + sum(manifest["filter"]["removed"].values()) == 20000
+    assert manifest["splits"]["test"]["sentences"] == 200
+
+
+def test_reverse_task_is_learned_end_to_end(trained: Path, reverse_data: Path):
+    references = (reverse_data / "raw" / "test.tgt").read_text().splitlines()
+    for search in (["--greedy"], ["--beam", "5"]):
+        result = nmtkit("translate", "-m", str(trained / "model.pt"), "--input",
+                        str(reverse_data / "raw" / "test.src"), *search)
+        assert exact_match(result.stdout.decode().splitlines(), references) >= 0.9, search
+    assert (trained / "config.yaml").exists() and (trained / "last.pt").exists()
+    records = [json.loads(line) for line in (trained / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records if "valid_bleu" in r] == [200, 400, 600, 800]
+
+
+def test_evaluate_json_and_several_references(trained: Path, reverse_data: Path, tmp_path: Path):
+    hyp = tmp_path / "hyp.txt"
+    hyp.write_bytes(nmtkit("translate", "-m", str(trained / "model.pt"), "--input",
+                           str(reverse_data / "raw" / "test.src")).stdout)
+    ref = str(reverse_data / "raw" / "test.tgt")
+    scores = json.loads(nmtkit("evaluate", "--hyp", str(hyp), "--ref", ref, "--json").stdout)
+    assert scores["bleu"]["score"] > 90 and "nrefs:1" in scores["bleu"]["signature"]
+    assert scores["chrf"]["score"] > 90
+    two = json.loads(nmtkit("evaluate", "--hyp", "-", "--ref", ref, "--ref", ref, "--json",
+                            stdin=hyp.read_bytes()).stdout)
+    assert "nrefs:2" in two["bleu"]["signature"]
+    assert two["bleu"]["score"] == pytest.approx(scores["bleu"]["score"])
+    text = nmtkit("evaluate", "--hyp", str(hyp), "--ref", ref).stdout.decode()
+    assert text.startswith("BLEU = ") and "signature: nrefs:1" in text
+
+
+def test_translate_keeps_one_line_per_input_line(trained: Path):
+    lines = b"a b c\n\n  \nd e f g\n\xff\xfe broken\na\r\n"
+    result = nmtkit("translate", "-m", str(trained / "model.pt"), "--buffer-size", "2", stdin=lines)
+    outputs = result.stdout.decode().split("\n")
+    assert outputs[-1] == "" and len(outputs) - 1 == 6
+    assert outputs[0] == "c b a" and outputs[1] == "" and outputs[2] == "" and outputs[3] == "g f e d"
+    assert "Traceback" not in result.stderr.decode()
+
+
+def test_translate_into_closed_pipe(trained: Path, reverse_data: Path):
+    source = str(reverse_data / "raw" / "test.src")
+    command = f"{sys.executable} -m nmtkit translate -m {trained / 'model.pt'} --buffer-size 10 -i {source} | head -1"
+    result = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True)
+    assert result.stdout.decode().count("\n") == 1
+    assert "Traceback" not in result.stderr.decode() and "BrokenPipe" not in result.stderr.decode()
+
+
+def test_resume_continues_to_the_new_budget(reverse_data: Path, tmp_path: Path):
+    run, data = tmp_path / "run", str(reverse_data / "data")
+    common = ["--data", data, "--config", str(REVERSE_CONFIG), "--out", str(run), "--quiet",
+              "--set", "train.valid_every=10", "--set", "train.valid_bleu=false"]
+    nmtkit("train", *common, "--max-steps", "20")
+    assert_one_line_error(nmtkit("train", *common, "--max-steps", "30", check=False), "--resume")
+    summary = json.loads(nmtkit("train", *common, "--max-steps", "30", "--resume").stdout)
+    assert summary["steps"] == 30
+    steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [10, 20, 30]
+
+
+def write(path: Path, data: bytes) -> str:
+    path.write_bytes(data)
+    return str(path)
+
+
+def test_prepare_rejects_mismatched_line_counts(tmp_path: Path):
+    src, tgt = write(tmp_path / "a.src", b"a\nb\n"), write(tmp_path / "a.tgt", b"a\n")
+    result = nmtkit("prepare", "--train-src", src, "--train-tgt", tgt, "--out", str(tmp_path / "d"), check=False)
+    assert_one_line_error(result, "a.src", "a.tgt", "2", "1")
+
+
+def test_prepare_rejects_invalid_utf8_with_line_number(tmp_path: Path):
+    src, tgt = write(tmp_path / "b.src", b"ok\nbad \xff byte\n"), write(tmp_path / "b.tgt", b"ok\nfine\n")
+    result = nmtkit("prepare", "--train-src", src, "--train-tgt", tgt, "--out", str(tmp_path / "d"), check=False)
+    assert_one_line_error(result, "b.src:2", "UTF-8")
+
+
+@pytest.mark.parametrize("case", ["missing", "empty"])
+def test_prepare_rejects_missing_or_empty_files(tmp_path: Path, case: str):
+    src = str(tmp_path / "nope.src") if case == "missing" else write(tmp_path / "e.src", b"")
+    tgt = write(tmp_path / "e.tgt", b"")
+    result = nmtkit("prepare", "--train-src", src, "--train-tgt", tgt, "--out", str(tmp_path / "d"), check=False)
+    assert_one_line_error(result, "nope.src" if case == "missing" else "empty")
+
+
+@pytest.mark.parametrize(("override", "needle"), [("train.lrate=1", "train.lrate"),
+                                                  ("train.max_steps=many", "train.max_steps"),
+                                                  ("model.norm=middle", "model.norm")])
+def test_train_rejects_bad_config(reverse_data: Path, tmp_path: Path, override: str, needle: str):
+    result = nmtkit("train", "--data", str(reverse_data / "data"), "--out", str(tmp_path / "r"),
+                    "--set", override, check=False)
+    assert_one_line_error(result, needle)
+    assert not (tmp_path / "r" / "last.pt").exists()
+
+
+def test_train_rejects_a_directory_that_is_not_prepared(tmp_path: Path):
+    result = nmtkit("train", "--data", str(tmp_path), "--out", str(tmp_path / "r"), check=False)
+    assert_one_line_error(result, "manifest.json", "nmtkit prepare")
+
+
+@pytest.mark.parametrize("content", [None, b"not a checkpoint at all", b"PK\x03\x04truncated"])
+def test_translate_rejects_bad_checkpoints(tmp_path: Path, content: bytes | None):
+    path = tmp_path / "model.pt"
+    if content is not None:
+        path.write_bytes(content)
+    result = nmtkit("translate", "-m", str(path), stdin=b"a b\n", check=False)
+    assert_one_line_error(result, "model.pt")
+    assert result.stdout == b""
+
+
+def test_truncated_checkpoint_is_reported(trained: Path, tmp_path: Path):
+    data = (trained / "model.pt").read_bytes()
+    truncated = write(tmp_path / "cut.pt", data[: len(data) // 2])
+    assert_one_line_error(nmtkit("translate", "-m", truncated, stdin=b"a\n", check=False), "cut.pt", "truncated")
+
+
+def test_evaluate_rejects_length_mismatch(tmp_path: Path):
+    hyp, ref = write(tmp_path / "h.txt", b"a\nb\n"), write(tmp_path / "r.txt", b"a\n")
+    assert_one_line_error(nmtkit("evaluate", "--hyp", hyp, "--ref", ref, check=False), "r.txt", "h.txt")
+
+
+def test_align_is_not_implemented_yet():
+    result = nmtkit("align", check=False)
+    assert result.returncode == 2 and "not implemented" in result.stderr.decode()
+
+
+def test_help_of_every_subcommand():
+    for command in ("prepare", "train", "translate", "evaluate", "align"):
+        assert "Usage" in nmtkit(command, "--help").stdout.decode()

@@ -1,0 +1,130 @@
+"""Tests for nmtkit/config.py: typed dataclass configs, YAML files and dotted overrides."""
+
+from __future__ import annotations
+
+import pytest
+
+from nmtkit.config import (
+    DecodeConfig,
+    TrainConfig,
+    apply_overrides,
+    build_config,
+    load_yaml,
+    save_yaml,
+)
+from nmtkit.errors import NmtkitError
+from nmtkit.models.transformer import TransformerConfig
+
+
+def test_defaults_build_a_transformer_config():
+    config = build_config(None)
+    assert isinstance(config.model, TransformerConfig)
+    assert config.model == TransformerConfig()
+    assert config.train == TrainConfig()
+    assert config.decode == DecodeConfig()
+
+
+def test_values_are_taken_from_the_sections():
+    config = build_config({"model": {"d_model": 64, "norm": "post"}, "train": {"lr": 1e-3}, "decode": {"beam": 2}})
+    assert config.model.d_model == 64
+    assert config.model.norm == "post"
+    assert config.train.lr == 1e-3
+    assert config.decode.beam == 2
+    assert config.train.max_steps == TrainConfig().max_steps
+
+
+@pytest.mark.parametrize("data, key", [
+    ({"bogus": 1}, "bogus"),
+    ({"train": {"lrr": 0.1}}, "lrr"),
+    ({"decode": {"beam_size": 4}}, "beam_size"),
+    ({"model": {"layers": 2}}, "model.layers"),
+])
+def test_unknown_keys_are_errors_naming_the_key(data, key):
+    with pytest.raises(NmtkitError, match=key):
+        build_config(data)
+
+
+@pytest.mark.parametrize("data, key", [
+    ({"train": {"lr": "abc"}}, "train.lr"),
+    ({"train": {"max_steps": 1.5}}, "train.max_steps"),
+    ({"train": {"max_steps": True}}, "train.max_steps"),
+    ({"train": {"valid_bleu": "yes"}}, "train.valid_bleu"),
+    ({"train": {"device": 3}}, "train.device"),
+    ({"model": {"norm": "middle"}}, "model.norm"),
+    ({"model": {"d_model": "wide"}}, "model.d_model"),
+    ({"train": "fast"}, "train"),
+])
+def test_wrong_types_are_errors_naming_the_key(data, key):
+    with pytest.raises(NmtkitError, match=key):
+        build_config(data)
+
+
+def test_numbers_are_coerced_to_the_annotated_type():
+    config = build_config({"train": {"lr": 1, "max_steps": 10.0, "max_time": "2.5"}})
+    assert isinstance(config.train.lr, float) and config.train.lr == 1.0
+    assert isinstance(config.train.max_steps, int) and config.train.max_steps == 10
+    assert config.train.max_time == 2.5
+
+
+def test_override_in_yaml_11_exponent_syntax_ends_as_float():
+    data = apply_overrides({}, ["train.lr=3e-4"])
+    config = build_config(data)
+    assert isinstance(config.train.lr, float)
+    assert config.train.lr == pytest.approx(0.0003, rel=0, abs=1e-15)
+
+
+def test_overrides_create_nested_sections_and_replace_values():
+    data = {"train": {"lr": 0.1, "seed": 3}}
+    apply_overrides(data, ["train.lr=0.5", "model.d_model=32", "a.b.c=hello", "train.device=cpu"])
+    assert data == {"train": {"lr": 0.5, "seed": 3, "device": "cpu"}, "model": {"d_model": 32},
+                    "a": {"b": {"c": "hello"}}}
+
+
+def test_override_with_empty_value_is_an_empty_string():
+    assert apply_overrides({}, ["train.device="]) == {"train": {"device": ""}}
+
+
+@pytest.mark.parametrize("override", ["train.lr", "=3", " =3"])
+def test_malformed_override_is_an_error(override):
+    with pytest.raises(NmtkitError, match="section.key=value"):
+        apply_overrides({}, [override])
+
+
+def test_override_through_a_scalar_is_an_error():
+    with pytest.raises(NmtkitError, match="not a section"):
+        apply_overrides({"train": 5}, ["train.lr=1"])
+
+
+def test_yaml_round_trip_gives_an_equal_config(tmp_path):
+    config = build_config({"model": {"d_model": 64, "norm": "post", "positions": "learned"},
+                           "train": {"lr": 3e-4, "adam_eps": 1e-9, "valid_bleu": False},
+                           "decode": {"length_penalty": "none", "max_len_a": 1.25}})
+    path = tmp_path / "config.yaml"
+    save_yaml(config, path)
+    assert build_config(load_yaml(path)) == config
+
+
+def test_load_yaml_errors(tmp_path):
+    with pytest.raises(NmtkitError, match="cannot read"):
+        load_yaml(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("train: [unclosed\n", encoding="utf-8")
+    with pytest.raises(NmtkitError, match="not valid YAML"):
+        load_yaml(bad)
+    listing = tmp_path / "list.yaml"
+    listing.write_text("- a\n- b\n", encoding="utf-8")
+    with pytest.raises(NmtkitError, match="mapping"):
+        load_yaml(listing)
+
+
+@pytest.mark.parametrize("model", ["transformer", 5, {"name": ["transformer"]}], ids=["string", "int", "list_name"])
+def test_malformed_model_section_is_an_error(model):
+    """`model: transformer` in a YAML file is an easy slip; it must be a one-line NmtkitError, not a traceback."""
+    with pytest.raises(NmtkitError, match="model"):
+        build_config({"model": model})
+
+
+def test_unknown_model_name_lists_known_models():
+    with pytest.raises(NmtkitError, match="lstm") as error:
+        build_config({"model": {"name": "lstm"}})
+    assert "transformer" in str(error.value)

@@ -1,0 +1,117 @@
+"""Tests for nmtkit/data/corpus.py: reading, validating and filtering parallel text."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from nmtkit.config import DataConfig
+from nmtkit.data.corpus import filter_pairs, read_lines, read_parallel, read_tsv
+from nmtkit.errors import NmtkitError
+
+
+def test_read_lines_strips_crlf_and_lf(tmp_path):
+    path = tmp_path / "text.txt"
+    path.write_bytes("a b\r\nc\r\n\r\nd \u00e9\n".encode())
+    assert read_lines(path) == ["a b", "c", "", "d \u00e9"]
+
+
+def test_read_lines_without_final_newline_and_empty_file(tmp_path):
+    path = tmp_path / "text.txt"
+    path.write_bytes(b"one\ntwo")
+    assert read_lines(path) == ["one", "two"]
+    path.write_bytes(b"")
+    assert read_lines(path) == []
+
+
+def test_invalid_utf8_names_file_and_line(tmp_path):
+    path = tmp_path / "latin1.txt"
+    path.write_bytes("fine\nna\u00efve\n".encode("latin-1"))
+    with pytest.raises(NmtkitError, match="UTF-8") as error:
+        read_lines(path)
+    assert f"{path}:2" in str(error.value)
+
+
+def test_missing_file_is_an_error(tmp_path):
+    with pytest.raises(NmtkitError, match="cannot read"):
+        read_lines(tmp_path / "missing.txt")
+
+
+def test_read_parallel_with_different_line_counts_names_both_files(tmp_path):
+    src, tgt = tmp_path / "train.de", tmp_path / "train.en"
+    src.write_text("a\nb\nc\n", encoding="utf-8")
+    tgt.write_text("x\ny\n", encoding="utf-8")
+    with pytest.raises(NmtkitError) as error:
+        read_parallel(src, tgt)
+    message = str(error.value)
+    assert str(src) in message and str(tgt) in message
+    assert "3" in message and "2" in message
+
+
+def test_read_parallel(tmp_path):
+    src, tgt = tmp_path / "train.de", tmp_path / "train.en"
+    src.write_text("a\nb\n", encoding="utf-8")
+    tgt.write_text("x\r\ny\r\n", encoding="utf-8")
+    assert read_parallel(src, tgt) == (["a", "b"], ["x", "y"])
+
+
+def test_read_parallel_empty_is_an_error(tmp_path):
+    src, tgt = tmp_path / "train.de", tmp_path / "train.en"
+    src.write_text("", encoding="utf-8")
+    tgt.write_text("", encoding="utf-8")
+    with pytest.raises(NmtkitError, match="empty"):
+        read_parallel(src, tgt)
+
+
+def test_read_tsv(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    path.write_text("guten Tag\tgood day\r\nja\tyes\n", encoding="utf-8")
+    assert read_tsv(path) == (["guten Tag", "ja"], ["good day", "yes"])
+
+
+@pytest.mark.parametrize("line, fields", [("no tab here", 1), ("a\tb\tc", 3)])
+def test_read_tsv_wrong_field_count_names_the_line(tmp_path, line, fields):
+    path = tmp_path / "pairs.tsv"
+    path.write_text(f"a\tb\n{line}\n", encoding="utf-8")
+    with pytest.raises(NmtkitError, match=f"found {fields}") as error:
+        read_tsv(path)
+    assert f"{path}:2" in str(error.value)
+
+
+FILTER = DataConfig(min_words=2, max_words=5, max_ratio=2.0, dedup=True)
+
+PAIRS = [
+    ("  hello   world ", "hallo\tWelt"),  # kept, normalised
+    ("", "x y"),  # empty
+    ("   ", "x y"),  # empty after normalisation
+    ("a b c d e f", "a b c d e f"),  # too_long: 6 > 5
+    ("a", "b c"),  # too_short: 1 < 2
+    ("a b", "c d e f g"),  # length_ratio: 5 > 2 * 2
+    ("hello world", "hallo  Welt"),  # duplicate of the first pair once normalised
+    ("one two three", "eins zwei drei"),  # kept
+]
+
+
+def test_filter_pairs_counts_each_reason_and_normalises():
+    src, tgt = zip(*PAIRS)
+    kept_src, kept_tgt, stats = filter_pairs(list(src), list(tgt), FILTER)
+    assert kept_src == ["hello world", "one two three"]
+    assert kept_tgt == ["hallo Welt", "eins zwei drei"]
+    assert stats.removed == Counter(empty=2, too_long=1, too_short=1, length_ratio=1, duplicate=1)
+    assert stats.read == len(PAIRS)
+    assert stats.kept == 2
+    assert stats.as_dict()["removed"]["empty"] == 2
+
+
+def test_filter_pairs_keeps_duplicates_without_dedup_and_ratio_off():
+    config = DataConfig(min_words=2, max_words=5, max_ratio=0.0, dedup=False)
+    src, tgt = zip(*PAIRS)
+    kept_src, _, stats = filter_pairs(list(src), list(tgt), config)
+    assert kept_src == ["hello world", "a b", "hello world", "one two three"]
+    assert "duplicate" not in stats.removed and "length_ratio" not in stats.removed
+
+
+def test_filter_pairs_with_nothing_left_is_an_error():
+    with pytest.raises(NmtkitError, match="no training pairs"):
+        filter_pairs(["", "a"], ["x", ""], FILTER)

@@ -1,0 +1,95 @@
+"""Tests for nmtkit/data/dataset.py: token arrays, the token-budget batch sampler and collation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from nmtkit.data.dataset import ParallelData, TokenArray, collate, encode_sources, token_batches
+from nmtkit.data.subword import BOS, EOS, PAD
+
+
+def random_sequences(rng: np.random.Generator, count: int, max_len: int) -> list[list[int]]:
+    return [rng.integers(4, 50, size=rng.integers(0, max_len + 1)).tolist() for _ in range(count)]
+
+
+def test_token_array_round_trip(tmp_path):
+    seqs = [[5, 6, 7], [], [8], [9, 10, 11, 12, 13]]
+    array = TokenArray.from_lists(seqs)
+    array.save(tmp_path / "train.src")
+    loaded = TokenArray.load(tmp_path / "train.src")
+    assert len(loaded) == len(seqs)
+    assert [loaded[i].tolist() for i in range(len(loaded))] == seqs
+    assert loaded.lengths().tolist() == [3, 0, 1, 5]
+
+
+@pytest.mark.parametrize("max_tokens", [1, 8, 30, 200])
+def test_token_batches_cover_every_sentence_once_within_budget(max_tokens):
+    rng = np.random.default_rng(0)
+    src_lens, tgt_lens = rng.integers(0, 20, size=57), rng.integers(0, 20, size=57)
+    batches = token_batches(src_lens, tgt_lens, max_tokens, np.random.default_rng(1))
+    assert sorted(np.concatenate(batches).tolist()) == list(range(57))
+    for batch in batches:
+        longest = max(max(src_lens[batch] + 1), max(tgt_lens[batch] + 1))
+        assert len(batch) == 1 or len(batch) * longest <= max_tokens
+
+
+def test_token_batches_are_full_enough():
+    src_lens, tgt_lens = np.full(40, 4), np.full(40, 4)
+    batches = token_batches(src_lens, tgt_lens, 25, None)
+    assert [len(batch) for batch in batches] == [5] * 8
+
+
+def test_token_batches_are_deterministic_for_a_seed():
+    rng = np.random.default_rng(0)
+    src_lens, tgt_lens = rng.integers(0, 20, size=60), rng.integers(0, 20, size=60)
+    first = token_batches(src_lens, tgt_lens, 40, np.random.default_rng(7))
+    second = token_batches(src_lens, tgt_lens, 40, np.random.default_rng(7))
+    other = token_batches(src_lens, tgt_lens, 40, np.random.default_rng(8))
+    assert [batch.tolist() for batch in first] == [batch.tolist() for batch in second]
+    assert [batch.tolist() for batch in first] != [batch.tolist() for batch in other]
+
+
+def write_split(directory, split: str, src: list[list[int]], tgt: list[list[int]]) -> None:
+    TokenArray.from_lists(src).save(directory / f"{split}.src")
+    TokenArray.from_lists(tgt).save(directory / f"{split}.tgt")
+
+
+def test_epoch_batches_repeat_per_epoch_and_differ_between_epochs(tmp_path):
+    rng = np.random.default_rng(3)
+    write_split(tmp_path, "train", random_sequences(rng, 60, 12), random_sequences(rng, 60, 12))
+    data = ParallelData(tmp_path, "train")
+    assert len(data) == 60
+
+    def listed(epoch: int, seed: int = 1) -> list[list[int]]:
+        return [batch.tolist() for batch in data.epoch_batches(30, seed, epoch)]
+
+    assert listed(0) == listed(0)
+    assert listed(0) != listed(1)
+    assert listed(0, seed=1) != listed(0, seed=2)
+    assert sorted(sum(listed(1), [])) == list(range(60))
+
+
+def test_collate_adds_bos_eos_and_masks_real_tokens():
+    src_seqs = [[5, 6], [7, 8, 9, 10], [11]]
+    tgt_seqs = [[12, 13, 14], [15], [16, 17]]
+    indices = np.array([2, 0, 1])
+    batch = collate(TokenArray.from_lists(src_seqs), TokenArray.from_lists(tgt_seqs), indices)
+    assert batch.indices.tolist() == [2, 0, 1]
+    assert batch.tgt_in.shape == batch.tgt_out.shape == (3, 4)
+    assert batch.src.shape == batch.src_mask.shape == (3, 5)
+    assert batch.src_mask.dtype == torch.bool
+    for row, index in enumerate(indices):
+        src, tgt = src_seqs[index], tgt_seqs[index]
+        assert batch.src[row].tolist() == src + [EOS] + [PAD] * (4 - len(src))
+        assert batch.src_mask[row].tolist() == [True] * (len(src) + 1) + [False] * (4 - len(src))
+        assert batch.tgt_in[row].tolist() == [BOS] + tgt + [PAD] * (3 - len(tgt))
+        assert batch.tgt_out[row].tolist() == tgt + [EOS] + [PAD] * (3 - len(tgt))
+    assert batch.num_tgt_tokens == sum(len(seq) + 1 for seq in tgt_seqs)
+
+
+def test_encode_sources_matches_collate():
+    src, src_mask = encode_sources([[4, 5, 6], [7]])
+    assert src.tolist() == [[4, 5, 6, EOS], [7, EOS, PAD, PAD]]
+    assert src_mask.tolist() == [[True] * 4, [True, True, False, False]]

@@ -1,0 +1,241 @@
+"""Tests for nmtkit/search.py with a fake decoder of fixed probabilities (as fairseq's search tests do)
+and with a tiny random Transformer for batching invariants."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from nmtkit.data.dataset import encode_sources
+from nmtkit.data.subword import BOS, EOS
+from nmtkit.models.base import EncoderDecoder, Memory, State
+from nmtkit.search import beam_search, greedy_search, max_lengths, normalize_score
+
+A, B = 4, 5  # the two ordinary tokens of the fake vocabulary
+VOCAB = 6
+
+
+class FixedDecoder(EncoderDecoder):
+    """Log-probabilities read from a table indexed by (step, previous token); the source is ignored."""
+
+    def __init__(self, probs: Tensor):
+        super().__init__()
+        self.log_probs = probs.log()  # (T, V, V): step, previous token, next token
+
+    def encode(self, src: Tensor, src_mask: Tensor) -> Memory:
+        return {"src_mask": src_mask}
+
+    def init_state(self, memory: Memory) -> State:
+        return {"step": torch.zeros(memory["src_mask"].size(0), dtype=torch.long)}
+
+    def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, State, None]:
+        step = state["step"].clamp(max=self.log_probs.size(0) - 1)
+        return self.log_probs[step, prev], {"step": state["step"] + 1}, None
+
+    def path_log_prob(self, tokens: list[int]) -> float:
+        """Log-probability of BOS tokens EOS, summed in float64."""
+        sequence = [BOS, *tokens, EOS]
+        return sum(float(self.log_probs[t, prev, token].double())
+                   for t, (prev, token) in enumerate(zip(sequence, sequence[1:])))
+
+
+def distribution(vocab: int = VOCAB, **named: float) -> Tensor:
+    """Probabilities for the named tokens (A, B, EOS); what is left is spread evenly over the others."""
+    ids = {"A": A, "B": B, "EOS": EOS}
+    probs = torch.zeros(vocab)
+    for name, prob in named.items():
+        probs[ids[name]] = prob
+    others = [token for token in range(vocab) if token not in {ids[name] for name in named}]
+    probs[others] = (1.0 - sum(named.values())) / len(others)
+    return probs
+
+
+def table(steps: int, rows: dict[tuple[int, int], Tensor], default: Tensor | None = None) -> Tensor:
+    """(steps, V, V) probabilities: rows[(step, prev)], and `default` (mostly EOS) everywhere else."""
+    default = distribution(EOS=0.99) if default is None else default
+    probs = default.repeat(steps, VOCAB, 1)
+    for (step, prev), row in rows.items():
+        probs[step, prev] = row
+    return probs
+
+
+def sources(batch: int, length: int = 3) -> tuple[Tensor, Tensor]:
+    return encode_sources([[A] * length] * batch)
+
+
+# Greedy takes A (0.55) and is then stuck with a flat distribution; B then EOS is far more probable.
+MISLEADING = table(4, {
+    (0, BOS): distribution(A=0.55, B=0.44),
+    (1, A): distribution(A=0.34, B=0.32, EOS=0.33),
+    (1, B): distribution(EOS=0.99),
+})
+
+# "none" prefers [A] (total -1.02); "average" prefers [B, B, B] (total -1.79 but -0.45 per token).
+LENGTH_CASE = table(4, {
+    (0, BOS): distribution(A=0.6, B=0.38),
+    (1, A): distribution(EOS=0.6, A=0.38),
+    (1, B): distribution(B=0.7, EOS=0.01),
+    (2, A): distribution(A=0.9, EOS=0.01),
+    (2, B): distribution(B=0.7, EOS=0.01),
+    (3, A): distribution(EOS=0.1),
+    (3, B): distribution(EOS=0.9),
+})
+
+
+def test_greedy_follows_the_argmax_path():
+    model = FixedDecoder(MISLEADING)
+    src, src_mask = sources(1)
+    [hyp] = greedy_search(model, src, src_mask, torch.tensor([4]))
+    assert hyp.tokens == [A, A]
+    expected = math.log(0.55) + math.log(0.34) + math.log(0.99)
+    assert hyp.log_prob == pytest.approx(expected, abs=1e-5)
+    assert hyp.log_prob == pytest.approx(model.path_log_prob([A, A]), abs=1e-5)
+
+
+def test_beam_finds_a_more_probable_sequence_than_greedy():
+    model = FixedDecoder(MISLEADING)
+    src, src_mask = sources(1)
+    max_len = torch.tensor([4])
+    [greedy] = greedy_search(model, src, src_mask, max_len)
+    [hyps] = beam_search(model, src, src_mask, max_len, beam_size=2, length_penalty="none")
+    assert hyps[0].tokens == [B]
+    assert hyps[0].log_prob == pytest.approx(math.log(0.44) + math.log(0.99), abs=1e-5)
+    assert hyps[0].log_prob > greedy.log_prob
+
+
+@pytest.mark.parametrize("probs", [MISLEADING, LENGTH_CASE], ids=["misleading", "length"])
+def test_beam_size_one_equals_greedy_on_fixed_tables(probs):
+    model = FixedDecoder(probs)
+    src, src_mask = sources(2)
+    max_len = torch.tensor([4, 2])
+    greedy = greedy_search(model, src, src_mask, max_len)
+    beams = beam_search(model, src, src_mask, max_len, beam_size=1, length_penalty="none")
+    for single, [beam] in zip(greedy, beams):
+        assert beam.tokens == single.tokens
+        assert beam.log_prob == pytest.approx(single.log_prob, abs=1e-5)
+
+
+def test_length_penalty_changes_the_ranking_and_scores_are_hand_computed():
+    model = FixedDecoder(LENGTH_CASE)
+    src, src_mask = sources(1)
+    max_len = torch.tensor([4])
+    short, long = [A], [B, B, B]
+    short_log_prob = math.log(0.6) + math.log(0.6)
+    long_log_prob = math.log(0.38) + 2 * math.log(0.7) + math.log(0.9)
+    assert long_log_prob < short_log_prob and long_log_prob / 4 > short_log_prob / 2  # the case is what it claims
+
+    [plain] = beam_search(model, src, src_mask, max_len, beam_size=2, length_penalty="none")
+    [average] = beam_search(model, src, src_mask, max_len, beam_size=2, length_penalty="average")
+    assert [hyp.tokens for hyp in plain] == [short, long]
+    assert [hyp.tokens for hyp in average] == [long, short]
+    assert [hyp.score for hyp in plain] == pytest.approx([short_log_prob, long_log_prob], abs=1e-5)
+    assert [hyp.score for hyp in average] == pytest.approx([long_log_prob / 4, short_log_prob / 2], abs=1e-5)
+    assert [hyp.log_prob for hyp in average] == pytest.approx([long_log_prob, short_log_prob], abs=1e-5)
+
+
+def test_normalize_score():
+    assert normalize_score(-6.0, 3, "none") == -6.0
+    assert normalize_score(-6.0, 3, "average") == -2.0
+
+
+@pytest.mark.parametrize("length_penalty", ["none", "average"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_wide_beam_finds_the_exhaustive_optimum(length_penalty, seed):
+    vocab, limit = 5, 4  # sequences of at most 3 tokens, then EOS
+    generator = torch.Generator().manual_seed(seed)
+    model = FixedDecoder(torch.softmax(torch.randn(limit, vocab, vocab, generator=generator) * 2, dim=-1))
+    ordinary = [token for token in range(vocab) if token != EOS]
+    candidates = [list(seq) for length in range(limit) for seq in itertools.product(ordinary, repeat=length)]
+    scored = [(normalize_score(model.path_log_prob(seq), len(seq) + 1, length_penalty), seq) for seq in candidates]
+    best_score, best_tokens = max(scored)
+
+    src, src_mask = sources(1)
+    # wider than the number of candidates at any step: nothing is ever pruned
+    [hyps] = beam_search(model, src, src_mask, torch.tensor([limit]), len(candidates), length_penalty)
+    assert hyps[0].tokens == best_tokens
+    assert hyps[0].score == pytest.approx(best_score, abs=1e-5)
+    assert len(hyps) == len(candidates)
+
+
+def test_every_hypothesis_respects_its_length_limit():
+    never_eos = distribution(A=0.5, B=0.49, EOS=0.001)
+    model = FixedDecoder(never_eos.repeat(6, VOCAB, 1))
+    src, src_mask = sources(4)
+    max_len = torch.tensor([1, 2, 6, 4])
+    for hyp, limit in zip(greedy_search(model, src, src_mask, max_len), max_len.tolist()):
+        assert len(hyp.tokens) == limit - 1
+        assert EOS not in hyp.tokens
+    for hyps, limit in zip(beam_search(model, src, src_mask, max_len, beam_size=3), max_len.tolist()):
+        assert hyps
+        assert all(len(hyp.tokens) <= limit - 1 and EOS not in hyp.tokens for hyp in hyps)
+        assert len(hyps[0].tokens) == limit - 1
+
+
+def test_max_lengths():
+    _, src_mask = encode_sources([[4, 5], [4, 5, 6, 7], [4] * 30])  # 3, 5 and 31 tokens with EOS
+    assert max_lengths(src_mask, 1.5, 2).tolist() == [6, 9, 48]
+    assert max_lengths(src_mask, 1.5, 2, limit=20).tolist() == [6, 9, 20]
+    assert max_lengths(src_mask, 0.0, 0).tolist() == [1, 1, 1]
+
+
+def rescore(model: EncoderDecoder, src: Tensor, src_mask: Tensor, tokens: list[int]) -> float:
+    """Teacher-forced log-probability of BOS tokens EOS."""
+    tgt_in = torch.tensor([[BOS, *tokens]])
+    logits, _ = model(src, src_mask, tgt_in)
+    log_probs = F.log_softmax(logits[0], dim=-1)
+    return float(log_probs.gather(1, torch.tensor([[*tokens, EOS]]).T).sum())
+
+
+# Untied output layers, so that a random model does not just copy its input: with seed 0 the outputs vary
+# from token to token; with seed 1 some sentences end early, so finished sentences leave the batch.
+SEARCH_MODELS = [dict(seed=0, tie_output=False, share_embeddings=False), dict(seed=1, tie_output=False)]
+
+
+@pytest.fixture(params=SEARCH_MODELS, ids=["varied", "early_eos"])
+def search_model(request, make_transformer):
+    return make_transformer(**request.param)
+
+
+def test_transformer_batch_equals_one_sentence_at_a_time(search_model, source_batch):
+    sentences, src, src_mask = source_batch
+    max_len = max_lengths(src_mask, 1.0, 3)
+    greedy = greedy_search(search_model, src, src_mask, max_len)
+    beams = beam_search(search_model, src, src_mask, max_len, beam_size=3)
+    for index, sentence in enumerate(sentences):
+        one_src, one_mask = encode_sources([sentence])
+        one_max_len = max_lengths(one_mask, 1.0, 3)
+        assert one_max_len.tolist() == [max_len[index]]
+        [one_greedy] = greedy_search(search_model, one_src, one_mask, one_max_len)
+        [one_beams] = beam_search(search_model, one_src, one_mask, one_max_len, beam_size=3)
+        assert greedy[index].tokens == one_greedy.tokens
+        assert greedy[index].log_prob == pytest.approx(one_greedy.log_prob, abs=1e-4)
+        assert [hyp.tokens for hyp in beams[index]] == [hyp.tokens for hyp in one_beams]
+        assert [hyp.score for hyp in beams[index]] == pytest.approx([hyp.score for hyp in one_beams], abs=1e-4)
+
+
+def test_transformer_beam_one_equals_greedy_and_scores_match_forward(search_model, source_batch):
+    sentences, src, src_mask = source_batch
+    max_len = max_lengths(src_mask, 1.5, 2)
+    greedy = greedy_search(search_model, src, src_mask, max_len)
+    beams = beam_search(search_model, src, src_mask, max_len, beam_size=1)
+    nbest = beam_search(search_model, src, src_mask, max_len, beam_size=4, length_penalty="average")
+    for index, sentence in enumerate(sentences):
+        assert beams[index][0].tokens == greedy[index].tokens
+        assert beams[index][0].log_prob == pytest.approx(greedy[index].log_prob, abs=1e-4)
+        one_src, one_mask = encode_sources([sentence])
+        with torch.no_grad():
+            assert greedy[index].log_prob == pytest.approx(
+                rescore(search_model, one_src, one_mask, greedy[index].tokens), abs=1e-4)
+            for hyp in nbest[index]:
+                assert len(hyp.tokens) < max_len[index]
+                assert hyp.log_prob == pytest.approx(rescore(search_model, one_src, one_mask, hyp.tokens),
+                                                     abs=1e-4)
+                assert hyp.score == pytest.approx(hyp.log_prob / (len(hyp.tokens) + 1), abs=1e-6)
+        scores = [hyp.score for hyp in nbest[index]]
+        assert scores == sorted(scores, reverse=True)
+        assert len(nbest[index]) == 4
