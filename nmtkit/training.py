@@ -235,7 +235,7 @@ class Trainer:
                   "train_loss": round(window["loss"] / window["updates"], 4),
                   "train_nll": round(window["nll"] / window["updates"], 4),
                   "lr": self.scheduler.get_last_lr()[0],
-                  "tgt_tokens_per_s": round(window["tokens"] / train_seconds, 1),
+                  "tgt_tokens": window["tokens"], "tgt_tokens_per_s": round(window["tokens"] / train_seconds, 1),
                   "elapsed": round(self.progress.elapsed, 1)}
         self.write_metrics(record)
         log.info("train %s", record)
@@ -263,6 +263,7 @@ class Trainer:
         try:
             while self.budget_left() and (batches := next(updates, None)) is not None:
                 stats = self._train_one(batches, window)
+                self.progress.elapsed, clock = self.progress.elapsed + time.monotonic() - clock, time.monotonic()
                 bar.update(1)
                 bar.set_postfix(loss=f"{stats['loss']:.3f}", refresh=False)
                 if self.progress.step % train.log_every == 0:
@@ -270,8 +271,7 @@ class Trainer:
                     window = dict.fromkeys(window, 0)
                 if self.progress.step % train.valid_every == 0:
                     last_validated, stopped_early = self.progress.step, self.validate()
-                self.progress.elapsed += time.monotonic() - clock
-                clock = time.monotonic()
+                    self.progress.elapsed, clock = self.progress.elapsed + time.monotonic() - clock, time.monotonic()
                 if stopped_early:
                     log.info("no improvement in %d validations: stopping", train.patience)
                     break

@@ -31,6 +31,16 @@ def collect(args: argparse.Namespace) -> dict:
             "translate_words_per_s": round(hyp_tokens / seconds, 1)}
 
 
+def table(results: dict) -> str:
+    header = ("| model | params | steps | epochs | train time | train tgt tok/s | test BLEU (KJV) | BLEU (KJV+WEB) "
+              f"| chrF (KJV) | translate (beam {results['beam']}) |")
+    row = (f"| {results['model']} | {results['parameters'] / 1e6:.1f}M | {results['train_steps']} | "
+           f"{results['train_epochs']} | {results['train_seconds'] / 60:.0f} min | "
+           f"{results['train_tgt_tokens_per_s']:.0f} | {results['bleu_kjv']} | {results['bleu_kjv_web']} | "
+           f"{results['chrf_kjv']} | {results['translate_sentences_per_s']} sent/s |")
+    return f"{header}\n|---|---|---|---|---|---|---|---|---|---|\n{row}\n\nBLEU signature: {results['bleu_signature']}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", type=Path, required=True)
@@ -38,16 +48,10 @@ def main() -> None:
     parser.add_argument("--translate-start", type=float, required=True)
     parser.add_argument("--translate-end", type=float, required=True)
     parser.add_argument("--beam", type=int, required=True)
-    results = collect(parser.parse_args())
-    (parser.parse_args().run / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    print("| model | params | steps | epochs | train time | train tgt tok/s | test BLEU (KJV) | BLEU (KJV+WEB) "
-          "| chrF (KJV) | translate (beam %d) |" % results["beam"])
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    print(f"| {results['model']} | {results['parameters'] / 1e6:.1f}M | {results['train_steps']} | "
-          f"{results['train_epochs']} | {results['train_seconds'] / 60:.0f} min | {results['train_tgt_tokens_per_s']:.0f} | "
-          f"{results['bleu_kjv']} | {results['bleu_kjv_web']} | {results['chrf_kjv']} | "
-          f"{results['translate_sentences_per_s']} sent/s |")
-    print(f"\nBLEU signature: {results['bleu_signature']}")
+    args = parser.parse_args()
+    results = collect(args)
+    (args.run / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(table(results))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,62 @@
+"""prepare_data: joint and separate subwords, TSV input, filters recorded in the manifest, binarized splits."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from nmtkit.config import DataConfig
+from nmtkit.data.dataset import TokenArray
+from nmtkit.data.prepare import SplitFiles, load_subwords, prepare_data
+from nmtkit.errors import NmtkitError
+
+WORDS_A = ["casa", "perro", "gato", "libro", "mesa", "agua", "sol", "luna"]
+WORDS_B = ["house", "dog", "cat", "book", "table", "water", "sun", "moon", "the"]
+
+
+def corpus(count: int, seed: int = 0) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    return [(" ".join(rng.choices(WORDS_A, k=rng.randint(2, 6))), " ".join(rng.choices(WORDS_B, k=rng.randint(2, 6))))
+            for _ in range(count)]
+
+
+def write_pair(folder: Path, name: str, pairs: list[tuple[str, str]]) -> SplitFiles:
+    (folder / f"{name}.src").write_text("".join(s + "\n" for s, _ in pairs), encoding="utf-8")
+    (folder / f"{name}.tgt").write_text("".join(t + "\n" for _, t in pairs), encoding="utf-8")
+    return SplitFiles(src=folder / f"{name}.src", tgt=folder / f"{name}.tgt")
+
+
+def test_separate_vocabularies_and_round_trip(tmp_path: Path):
+    train = corpus(300)
+    splits = {"train": write_pair(tmp_path, "train", train), "dev": write_pair(tmp_path, "dev", corpus(20, 1))}
+    manifest = prepare_data(splits, tmp_path / "out", DataConfig(subword="word", vocab_size=30, joint=False))
+    src_model, tgt_model = load_subwords(tmp_path / "out")
+    assert src_model is not tgt_model
+    assert manifest["vocab"] == {"src": len(WORDS_A) + 4, "tgt": len(WORDS_B) + 4}
+    ids = TokenArray.load(tmp_path / "out" / "dev.tgt")
+    dev_targets = (tmp_path / "dev.tgt").read_text().splitlines()
+    assert [tgt_model.decode([list(map(int, ids[i]))])[0] for i in range(len(ids))] == dev_targets
+    assert json.loads((tmp_path / "out" / "manifest.json").read_text())["splits"]["dev"]["sentences"] == 20
+
+
+def test_tsv_input_filters_and_counts(tmp_path: Path):
+    rows = ["a b\tx y", "a b\tx y", "\tonly target", "one\tw w w w w w w w", "c  d\te\tf"]
+    (tmp_path / "train.tsv").write_text("\n".join(rows[:4]) + "\n", encoding="utf-8")
+    config = DataConfig(subword="word", vocab_size=20, max_ratio=3.0)
+    with pytest.raises(NmtkitError, match="no training pairs"):
+        prepare_data({"train": SplitFiles(tsv=tmp_path / "train.tsv")}, tmp_path / "o", DataConfig(max_words=1))
+    manifest = prepare_data({"train": SplitFiles(tsv=tmp_path / "train.tsv")}, tmp_path / "out", config)
+    assert manifest["filter"] == {"read": 4, "kept": 1, "removed": {"duplicate": 1, "empty": 1, "length_ratio": 1}}
+    (tmp_path / "bad.tsv").write_text(rows[4] + "\n", encoding="utf-8")
+    with pytest.raises(NmtkitError, match="bad.tsv:1"):
+        prepare_data({"train": SplitFiles(tsv=tmp_path / "bad.tsv")}, tmp_path / "out2", config)
+
+
+def test_dev_and_test_are_not_filtered(tmp_path: Path):
+    dev = [("a", "x"), ("a", "x"), ("b c d e f g h i", "y")]
+    splits = {"train": write_pair(tmp_path, "train", corpus(100)), "test": write_pair(tmp_path, "test", dev)}
+    manifest = prepare_data(splits, tmp_path / "out", DataConfig(subword="word", vocab_size=40))
+    assert manifest["splits"]["test"]["sentences"] == 3

@@ -1,0 +1,90 @@
+"""The training loop's parts: the loss against a float64 computation, the schedule, budgets and patience."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+from nmtkit.config import DataConfig, build_config
+from nmtkit.data.prepare import SplitFiles, prepare_data
+from nmtkit.data.subword import PAD
+from nmtkit.training import Trainer, inverse_sqrt, label_smoothed_nll
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 0.1, 0.3])
+def test_label_smoothed_nll_matches_float64_definition(epsilon: float):
+    torch.manual_seed(0)
+    logits = torch.randn(3, 5, 11)
+    target = torch.randint(1, 11, (3, 5))
+    target[1, 3:] = PAD
+    loss, nll = label_smoothed_nll(logits, target, epsilon)
+    log_probs = torch.log_softmax(logits.double(), dim=-1)
+    expected_loss = expected_nll = 0.0
+    for b in range(3):
+        for t in range(5):
+            if target[b, t] == PAD:
+                continue
+            token_nll = -float(log_probs[b, t, target[b, t]])
+            expected_nll += token_nll
+            expected_loss += (1 - epsilon) * token_nll - epsilon * float(log_probs[b, t].mean())
+    assert float(loss) == pytest.approx(expected_loss, rel=1e-5)
+    assert float(nll) == pytest.approx(expected_nll, rel=1e-5)
+
+
+def test_inverse_sqrt_schedule():
+    factor = inverse_sqrt(100)
+    assert factor(1) == pytest.approx(0.01)
+    assert factor(50) == pytest.approx(0.5)
+    assert factor(100) == pytest.approx(1.0)
+    assert factor(400) == pytest.approx(0.5)
+    assert factor(10_000) == pytest.approx(math.sqrt(100 / 10_000))
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("copy")
+    rng = random.Random(0)
+    lines = [" ".join(rng.choices("abcdefgh", k=rng.randint(2, 6))) for _ in range(300)]
+    for name, chunk in (("train", lines[:260]), ("dev", lines[260:])):
+        for side in ("src", "tgt"):
+            (root / f"{name}.{side}").write_text("\n".join(chunk) + "\n", encoding="utf-8")
+    splits = {name: SplitFiles(root / f"{name}.src", root / f"{name}.tgt") for name in ("train", "dev")}
+    prepare_data(splits, root / "data", DataConfig(subword="word", vocab_size=20))
+    return root / "data"
+
+
+def tiny_config(**train):
+    return build_config({"model": {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32},
+                         "train": {"batch_tokens": 256, "warmup": 10, "log_every": 5, "threads": 1, **train}})
+
+
+def records(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_patience_stops_training_without_improvement(data_dir: Path, tmp_path: Path):
+    config = tiny_config(lr=0.0, valid_every=2, patience=2, best_metric="loss", valid_bleu=False, max_steps=100)
+    summary = Trainer(config, data_dir, tmp_path).run()
+    assert summary["stopped_early"] and summary["steps"] == 6  # the first validation sets best, two more fail
+    assert [r["step"] for r in records(tmp_path) if "valid_nll" in r] == [2, 4, 6]
+
+
+def test_training_reduces_dev_loss_and_writes_checkpoints(data_dir: Path, tmp_path: Path):
+    config = tiny_config(lr=3e-3, valid_every=20, max_steps=40, valid_bleu=True)
+    summary = Trainer(config, data_dir, tmp_path).run()
+    validations = [r for r in records(tmp_path) if "valid_nll" in r]
+    assert summary["steps"] == 40 and len(validations) == 2
+    assert validations[1]["valid_nll"] < validations[0]["valid_nll"]
+    assert "valid_bleu" in validations[0]
+    assert (tmp_path / "model.pt").exists() and (tmp_path / "last.pt").exists()
+    assert [r["step"] for r in records(tmp_path) if "train_loss" in r] == [5, 10, 15, 20, 25, 30, 35, 40]
+
+
+def test_max_time_budget(data_dir: Path, tmp_path: Path):
+    summary = Trainer(tiny_config(max_time=1e-9, valid_bleu=False), data_dir, tmp_path).run()
+    assert summary["steps"] == 1  # the budget is checked before each update
