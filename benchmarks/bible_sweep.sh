@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Try recipe settings on the Bible data under one wall-clock budget each and print a table of dev BLEU.
 # Usage: benchmarks/bible_sweep.sh [MINUTES] [DATA_ROOT]   (needs data/bible/raw from `make bible-data`)
+#        ONLY="name1 name2" benchmarks/bible_sweep.sh ...    runs only the named settings
 set -euo pipefail
 minutes=${1:-10}
 root=${2:-data/bible}
@@ -14,6 +15,7 @@ prepare() {  # prepare VOCAB
 }
 run() {  # run NAME VOCAB --set ... : one budgeted training run, validated once at the end
   local name=$1 vocab=$2; shift 2
+  [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $name "* ]] || return 0
   prepare "$vocab"
   rm -rf "${out:?}/$name"
   "$nmtkit" -q train --data "$root/bpe$vocab" --out "$out/$name" --max-time "${minutes}m" --threads 2 \
@@ -33,4 +35,5 @@ run fp32-default 8000
 run bf16-lr1e-3-w500 8000 --set train.amp=bf16 --set train.lr=1e-3 --set train.warmup=500
 run bf16-lr2e-3-w500 8000 --set train.amp=bf16 --set train.lr=2e-3 --set train.warmup=500
 run bf16-lr1e-3-w500-b2k 8000 --set train.amp=bf16 --set train.lr=1e-3 --set train.warmup=500 --set train.batch_tokens=2048
-run bf16-lr1e-3-w500-v4k 4000 --set train.amp=bf16 --set train.lr=1e-3 --set train.warmup=500
+run bf16-lr2e-3-w500-b2k 8000 --set train.amp=bf16 --set train.lr=2e-3 --set train.warmup=500 --set train.batch_tokens=2048
+run bf16-lr1e-3-w500-b1k 8000 --set train.amp=bf16 --set train.lr=1e-3 --set train.warmup=500 --set train.batch_tokens=1024

@@ -66,7 +66,8 @@ class TrainConfig:
     seed: int = option(1, "random seed")
     threads: int = option(0, "CPU threads for torch (0 = all cores)")
     device: str = option("auto", "auto, cpu, cuda or cuda:N")
-    amp: Literal["none", "bf16"] = option("none", "bf16 autocast (CUDA, or CPUs with AVX512-BF16/AMX)")
+    amp: Literal["none", "bf16", "auto"] = option(
+        "none", "bf16 autocast; auto = bf16 where the device computes it natively (CUDA with bf16, AVX512-BF16/AMX)")
     log_every: int = option(100, "log training statistics every N updates")
 
 

@@ -27,3 +27,15 @@ def set_threads(threads: int) -> int:
     count = threads if threads > 0 else (os.cpu_count() or 1)
     torch.set_num_threads(count)
     return count
+
+
+def native_bf16(device: torch.device) -> bool:
+    """Whether bf16 matrix products run in hardware here (else autocast to bf16 would only add conversions)."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    return device.type == "cpu" and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+
+def use_bf16(amp: str, device: torch.device) -> bool:
+    """Resolve the `train.amp` setting: none, bf16, or auto (bf16 where native)."""
+    return amp == "bf16" or (amp == "auto" and native_bf16(device))

@@ -27,7 +27,7 @@ from nmtkit.data.prepare import load_subwords, read_manifest
 from nmtkit.data.subword import PAD
 from nmtkit.errors import NmtkitError
 from nmtkit.registry import build_model
-from nmtkit.runtime import pick_device, set_threads
+from nmtkit.runtime import pick_device, set_threads, use_bf16
 from nmtkit.translate import Translator
 
 log = logging.getLogger(__name__)
@@ -81,6 +81,7 @@ class Trainer:
         self.config, self.data_dir, self.out_dir, self.quiet = config, data_dir, out_dir, quiet
         self.device = pick_device(config.train.device)
         self.threads = set_threads(config.train.threads)
+        self.bf16 = use_bf16(config.train.amp, self.device)
         torch.manual_seed(config.train.seed)
         manifest = read_manifest(data_dir)
         self.subwords = load_subwords(data_dir)
@@ -125,8 +126,7 @@ class Trainer:
 
     # ---------------------------------------------------------------- one update
     def _loss(self, batch: Batch) -> tuple[Tensor, Tensor]:
-        amp = self.config.train.amp == "bf16"
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=amp):
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
             logits, _ = self.model(batch.src, batch.src_mask, batch.tgt_in)
         return label_smoothed_nll(logits, batch.tgt_out, self.config.train.label_smoothing)
 
@@ -291,6 +291,7 @@ class Trainer:
                 "tgt_tokens_per_s": round(progress.tgt_tokens / max(progress.train_seconds, 1e-9), 1),
                 "best": progress.best, "best_metric": self.config.train.best_metric,
                 "stopped_early": stopped_early, "device": str(self.device), "threads": self.threads,
+                "precision": "bf16 autocast" if self.bf16 else "float32",
                 "parameters": sum(p.numel() for p in self.model.parameters())}
 
 
@@ -311,8 +312,9 @@ def train(config: Config, data_dir: Path, out_dir: Path, resume: bool = False, q
         if resume and has_last:
             trainer.resume()
         save_yaml(config, out_dir / "config.yaml")
-        log.info("model %s: %d parameters on %s (%d threads)", config.model.name,
-                 sum(p.numel() for p in trainer.model.parameters()), trainer.device, trainer.threads)
+        log.info("model %s: %d parameters on %s (%d threads, %s)", config.model.name,
+                 sum(p.numel() for p in trainer.model.parameters()), trainer.device, trainer.threads,
+                 "bf16 autocast" if trainer.bf16 else "float32")
         return trainer.run()
     finally:
         logging.getLogger("nmtkit").removeHandler(handler)

@@ -23,7 +23,7 @@ def collect(args: argparse.Namespace) -> dict:
     seconds = args.translate_end - args.translate_start
     return {"model": Path(args.run).name, "parameters": summary["parameters"], "train_steps": summary["steps"],
             "train_epochs": summary["epochs"], "train_seconds": summary["elapsed_seconds"],
-            "train_tgt_tokens_per_s": summary["tgt_tokens_per_s"], "threads": summary["threads"],
+            "train_tgt_tokens_per_s": summary["tgt_tokens_per_s"], "threads": summary["threads"], "precision": summary["precision"],
             "device": summary["device"], "test_sentences": sentences, "beam": args.beam,
             "bleu_kjv": round(one["bleu"]["score"], 2), "bleu_kjv_web": round(two["bleu"]["score"], 2),
             "chrf_kjv": round(one["chrf"]["score"], 2), "bleu_signature": one["bleu"]["signature"],

@@ -1,0 +1,40 @@
+"""Device, thread and precision selection."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from nmtkit.errors import NmtkitError
+from nmtkit.runtime import native_bf16, pick_device, set_threads, use_bf16
+
+
+def test_auto_device_is_cuda_only_when_available():
+    assert pick_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert pick_device("cpu").type == "cpu"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error raised on machines without CUDA")
+def test_cuda_without_cuda_is_a_clear_error():
+    with pytest.raises(NmtkitError, match="CUDA is not available"):
+        pick_device("cuda")
+
+
+def test_unknown_device_is_an_error():
+    with pytest.raises(NmtkitError, match="unknown device"):
+        pick_device("tpu9")
+
+
+def test_bf16_setting():
+    cpu = torch.device("cpu")
+    assert not use_bf16("none", cpu)
+    assert use_bf16("bf16", cpu)
+    assert use_bf16("auto", cpu) == native_bf16(cpu)
+
+
+def test_set_threads():
+    before = torch.get_num_threads()
+    try:
+        assert set_threads(1) == 1 and torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
