@@ -10,6 +10,8 @@ import argparse
 import json
 from pathlib import Path
 
+import yaml
+
 
 def load(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
@@ -21,10 +23,12 @@ def collect(args: argparse.Namespace) -> dict:
     sentences = sum(1 for _ in open(args.data / "test.es", encoding="utf-8"))
     hyp_tokens = sum(len(line.split()) for line in open(args.run / "test.hyp", encoding="utf-8"))
     seconds = args.translate_end - args.translate_start
-    return {"model": Path(args.run).name, "parameters": summary["parameters"], "train_steps": summary["steps"],
+    model = yaml.safe_load((args.run / "config.yaml").read_text(encoding="utf-8"))["model"]["name"]
+    return {"model": model, "parameters": summary["parameters"], "train_steps": summary["steps"],
             "train_epochs": summary["epochs"], "train_seconds": summary["elapsed_seconds"],
-            "train_tgt_tokens_per_s": summary["tgt_tokens_per_s"], "threads": summary["threads"], "precision": summary["precision"],
-            "device": summary["device"], "test_sentences": sentences, "beam": args.beam,
+            "train_tgt_tokens_per_s": summary["tgt_tokens_per_s"], "threads": summary["threads"],
+            "precision": summary["precision"], "device": summary["device"],
+            "test_sentences": sentences, "beam": args.beam,
             "bleu_kjv": round(one["bleu"]["score"], 2), "bleu_kjv_web": round(two["bleu"]["score"], 2),
             "chrf_kjv": round(one["chrf"]["score"], 2), "bleu_signature": one["bleu"]["signature"],
             "translate_seconds": round(seconds, 1), "translate_sentences_per_s": round(sentences / seconds, 2),
