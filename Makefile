@@ -26,8 +26,8 @@ test: install
 lint: install
 	$(BIN)/ruff check nmtkit tests recipes benchmarks
 
-bench: install
-	$(BIN)/python benchmarks/train_speed.py
+bench: bible-data
+	$(BIN)/python benchmarks/train_speed.py --steps 60
 
 recipe-reverse: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/reverse/run.sh

@@ -59,7 +59,7 @@ class Row:
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=Path("data/bible/bpe8k"), help="nmtkit data directory")
+    parser.add_argument("--data", type=Path, default=Path("data/bible/bpe8000"), help="nmtkit data directory")
     parser.add_argument("--steps", type=int, default=60, help="training updates per tool")
     parser.add_argument("--threads", type=int, default=2, help="CPU threads for torch")
     parser.add_argument("--log-every", type=int, default=10, help="updates per log interval (first = warm-up)")
