@@ -57,6 +57,9 @@ class Translator:
 
     def translate(self, lines: list[str], first_line: int = 1) -> list[str]:
         """Translate `lines` (numbered from `first_line` in warnings); empty lines stay empty."""
+        for index, line in enumerate(lines):
+            if "\ufffd" in line:
+                log.warning("line %d: invalid UTF-8 replaced by U+FFFD", first_line + index)
         texts = [normalize(line) for line in lines]
         ids = self.loaded.src_subword.encode(texts)
         ids = [self._truncate(seq, first_line + index) for index, seq in enumerate(ids)]

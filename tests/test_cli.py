@@ -102,6 +102,7 @@ def test_translate_keeps_one_line_per_input_line(trained: Path):
     assert outputs[-1] == "" and len(outputs) - 1 == 6
     assert outputs[0] == "c b a" and outputs[1] == "" and outputs[2] == "" and outputs[3] == "g f e d"
     assert "Traceback" not in result.stderr.decode()
+    assert "line 5: invalid UTF-8" in result.stderr.decode()
 
 
 def test_translate_into_closed_pipe(trained: Path, reverse_data: Path):
