@@ -180,11 +180,20 @@ def translate(
     greedy: Annotated[bool, typer.Option(help="greedy search (same as --beam 1)")] = False,
     batch_tokens: Annotated[int | None, typer.Option(help="source tokens per batch")] = None,
     buffer_size: Annotated[int | None, typer.Option(help="lines read before translating")] = None,
+    length_penalty: Annotated[str | None, typer.Option(help="none, average, gnmt or sockeye")] = None,
+    alpha: Annotated[float | None, typer.Option(help="gnmt/sockeye length penalty exponent")] = None,
+    beta: Annotated[float | None, typer.Option(help="sockeye length penalty offset")] = None,
+    word_penalty: Annotated[float | None, typer.Option(help="score subtracted per output token")] = None,
+    min_len: Annotated[int | None, typer.Option(help="no EOS before this many tokens")] = None,
+    max_len_a: Annotated[float | None, typer.Option(help="output length limit: a * source length + b")] = None,
+    max_len_b: Annotated[int | None, typer.Option(help="output length limit: a * source length + b")] = None,
+    nbest: Annotated[int | None, typer.Option(help="print the K best as `i ||| hypothesis ||| score` lines")] = None,
+    scores: Annotated[bool, typer.Option(help="append ` ||| score` to each output line")] = False,
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N")] = "auto",
     threads: Annotated[int, typer.Option(help="CPU threads (0 = all cores)")] = 0,
     overrides: Overrides = None,
 ) -> None:
-    """Translate lines from stdin (or --input) to stdout, one output line per input line."""
+    """Translate lines from stdin (or --input) to stdout, one output line per input line (K with --nbest K)."""
     from nmtkit.checkpoint import load_checkpoint, restore_model
     from nmtkit.config import DecodeConfig, apply_overrides, from_dict, to_dict
     from nmtkit.runtime import pick_device, set_threads
@@ -194,11 +203,15 @@ def translate(
     torch_device = pick_device(device)
     loaded = restore_model(load_checkpoint(model), torch_device)
     raw = to_dict(loaded.config.decode)
-    flags = {"beam": 1 if greedy else beam, "batch_tokens": batch_tokens, "buffer_size": buffer_size}
+    flags = {"beam": 1 if greedy else beam, "batch_tokens": batch_tokens, "buffer_size": buffer_size,
+             "length_penalty": length_penalty, "alpha": alpha, "beta": beta, "word_penalty": word_penalty,
+             "min_len": min_len, "max_len_a": max_len_a, "max_len_b": max_len_b, "nbest": nbest}
     raw.update({key: value for key, value in flags.items() if value is not None})
     decode = from_dict(DecodeConfig, apply_overrides({"decode": raw}, overrides or [])["decode"], "decode.")
-    for outputs in translate_stream(Translator(loaded, decode, torch_device), _open_lines(input)):
-        sys.stdout.write("".join(output + "\n" for output in outputs))
+    if decode.nbest > max(decode.beam, 1):
+        raise NmtkitError(f"--nbest {decode.nbest} needs a beam of at least {decode.nbest} (--beam {decode.beam})")
+    for text in translate_stream(Translator(loaded, decode, torch_device), _open_lines(input), scores):
+        sys.stdout.write(text)
         sys.stdout.flush()
 
 

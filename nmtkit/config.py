@@ -78,7 +78,14 @@ class DecodeConfig:
     beam: int = option(5, "beam size (1 = greedy)")
     max_len_a: float = option(1.5, "maximum output length is a * source length + b")
     max_len_b: int = option(10, "maximum output length is a * source length + b")
-    length_penalty: Literal["none", "average"] = option("average", "normalise beam scores by length")
+    length_penalty: Literal["none", "average", "gnmt", "sockeye"] = option(
+        "average", "divide beam scores by none: 1, average: |Y|, gnmt: ((5+|Y|)/6)^alpha, "
+                   "sockeye: ((beta+|Y|)/(beta+1))^alpha")
+    alpha: float = option(1.0, "length penalty exponent for gnmt and sockeye (GNMT used 0.6-0.7)")
+    beta: float = option(0.0, "sockeye length penalty offset")
+    word_penalty: float = option(0.0, "subtracted from a hypothesis' score per token (negative: longer outputs)")
+    min_len: int = option(0, "no EOS before this many output tokens")
+    nbest: int = option(1, "hypotheses output per input line (at most the beam size)")
     batch_tokens: int = option(6000, "source-token budget per translation batch")
     buffer_size: int = option(2000, "lines read before sorting by length and translating")
 

@@ -33,9 +33,39 @@ def repeat_rows(tensors: dict[str, Tensor], times: int) -> dict[str, Tensor]:
     return {name: value.repeat_interleave(times, dim=0) for name, value in tensors.items()}
 
 
-def normalize_score(log_prob: float, length: int, length_penalty: str) -> float:
-    """`none`: the log-probability; `average`: log-probability / length (length counts the EOS)."""
-    return log_prob / length if length_penalty == "average" else log_prob
+@dataclass(frozen=True)
+class LengthPenalty:
+    """Ranks a finished hypothesis by log P(Y|X) / lp(|Y|) - word_penalty * |Y|, with |Y| counting the EOS.
+
+    lp(|Y|) is 1 for `none`, |Y| for `average`, ((5 + |Y|) / 6)^alpha for `gnmt` (Wu et al. 2016, Eq. 14) and
+    ((beta + |Y|) / (beta + 1))^alpha for `sockeye` (Hieber et al. 2018). A negative word penalty rewards length.
+    """
+
+    kind: str = "average"
+    alpha: float = 1.0
+    beta: float = 0.0
+    word_penalty: float = 0.0
+
+    def __post_init__(self):
+        if self.kind not in ("none", "average", "gnmt", "sockeye"):
+            raise ValueError(f"unknown length penalty {self.kind!r}")
+
+    def divisor(self, length: int) -> float:
+        if self.kind == "average":
+            return float(length)
+        if self.kind == "gnmt":
+            return ((5.0 + length) / 6.0) ** self.alpha
+        if self.kind == "sockeye":
+            return ((self.beta + length) / (self.beta + 1.0)) ** self.alpha
+        return 1.0
+
+    def __call__(self, log_prob: float, length: int) -> float:
+        return log_prob / self.divisor(length) - self.word_penalty * length
+
+    @property
+    def monotone(self) -> bool:
+        """Whether a hypothesis' score can only fall as it grows, so a finished one that beats every live beam wins."""
+        return self.kind == "none" and self.word_penalty >= 0
 
 
 def max_lengths(src_mask: Tensor, a: float, b: int, limit: int = 1024) -> Tensor:
@@ -80,7 +110,7 @@ class _Beams:
 
 
 def _finalize(beams: _Beams, top_scores: Tensor, top_ids: Tensor, vocab: int, step: int,
-              finished: list[list[Hypothesis]], length_penalty: str) -> None:
+              finished: list[list[Hypothesis]], length_penalty: LengthPenalty) -> None:
     """Move the EOS candidates ranked within the top K into the finished lists."""
     beam_size = beams.scores.size(1)
     is_eos = (top_ids % vocab == EOS)[:, :beam_size] & torch.isfinite(top_scores[:, :beam_size])
@@ -91,17 +121,30 @@ def _finalize(beams: _Beams, top_scores: Tensor, top_ids: Tensor, vocab: int, st
         beam = int(top_ids[row, col]) // vocab  # beam index within the sentence
         log_prob = float(top_scores[row, col])
         tokens = beams.tokens[row * beam_size + beam, 1:].tolist()
-        finished[sentence].append(Hypothesis(tokens, normalize_score(log_prob, step + 1, length_penalty), log_prob))
+        finished[sentence].append(Hypothesis(tokens, length_penalty(log_prob, step + 1), log_prob))
+
+
+def _done(sentences: list[int], best_live: list[float], finished: list[list[Hypothesis]], beam_size: int,
+          length_penalty: LengthPenalty) -> list[bool]:
+    """A sentence is done with K finished hypotheses, or, when scores can only fall, once its best finished
+    hypothesis scores at least the best live beam's log-probability (an upper bound of what that beam can reach)."""
+    done = []
+    for sentence, live in zip(sentences, best_live):
+        hyps = finished[sentence]
+        beaten = length_penalty.monotone and bool(hyps) and max(hyp.score for hyp in hyps) >= live
+        done.append(len(hyps) >= beam_size or beaten)
+    return done
 
 
 @torch.inference_mode()
 def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: Tensor, beam_size: int,
-                length_penalty: str = "average") -> list[list[Hypothesis]]:
+                length_penalty: LengthPenalty = LengthPenalty(), min_len: int = 0) -> list[list[Hypothesis]]:
     """Batched beam search; returns up to `beam_size` hypotheses per sentence, best first.
 
     At each step the 2K best continuations of each sentence are ranked; EOS candidates within the top K
-    finish, the K best others continue. A sentence is done once it has K finished hypotheses; at its length
-    limit only EOS is allowed, so every sentence finishes.
+    finish, the K best others continue. A sentence is done once it has K finished hypotheses or no live beam
+    can beat its best finished one (see `_done`); before `min_len` tokens EOS is not allowed, and at its length
+    limit only EOS is, so every sentence finishes.
     """
     batch, device = src.size(0), src.device
     memory = repeat_rows(model.encode(src, src_mask), beam_size)
@@ -116,6 +159,8 @@ def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: T
         vocab = log_probs.size(-1)
         candidates = beams.scores.unsqueeze(2) + log_probs.view(-1, beam_size, vocab)  # (n, K, V)
         at_limit = step + 1 >= max_len[beams.sentences]
+        if step < min_len:  # EOS now would give fewer than min_len tokens
+            candidates[~at_limit, :, EOS] = float("-inf")
         candidates[at_limit, :, :EOS] = float("-inf")
         candidates[at_limit, :, EOS + 1 :] = float("-inf")
         top_scores, top_ids = candidates.view(-1, beam_size * vocab).topk(2 * beam_size, dim=1)
@@ -123,7 +168,8 @@ def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: T
         top_scores = top_scores.masked_fill(top_ids % vocab == EOS, float("-inf"))
         next_scores, order = top_scores.topk(beam_size, dim=1)  # (n, K)
         next_ids = top_ids.gather(1, order)
-        done = torch.tensor([len(finished[s]) >= beam_size for s in beams.sentences.tolist()], device=device)
+        done = _done(beams.sentences.tolist(), next_scores[:, 0].tolist(), finished, beam_size, length_penalty)
+        done = torch.tensor(done, device=device)
         if bool(done.all()):
             break
         keep = (~done).nonzero().squeeze(1)

@@ -16,7 +16,7 @@ from nmtkit.checkpoint import LoadedModel
 from nmtkit.config import DecodeConfig
 from nmtkit.data.corpus import normalize
 from nmtkit.data.dataset import encode_sources
-from nmtkit.search import beam_search, greedy_search, max_lengths
+from nmtkit.search import Hypothesis, LengthPenalty, beam_search, greedy_search, max_lengths
 
 log = logging.getLogger(__name__)
 
@@ -45,38 +45,58 @@ class Translator:
             return ids[: self.max_source]
         return ids
 
-    def search(self, sources: list[list[int]]) -> list[list[int]]:
-        """Translate a batch of subword-id sequences to the best output ids."""
+    @property
+    def length_penalty(self) -> LengthPenalty:
+        decode = self.decode
+        return LengthPenalty(decode.length_penalty, decode.alpha, decode.beta, decode.word_penalty)
+
+    def search(self, sources: list[list[int]]) -> list[list[Hypothesis]]:
+        """Translate a batch of subword-id sequences; up to `decode.nbest` hypotheses each, best first."""
         src, src_mask = encode_sources(sources)
         src, src_mask = src.to(self.device), src_mask.to(self.device)
         limit = max_lengths(src_mask, self.decode.max_len_a, self.decode.max_len_b, self.max_source)
         if self.decode.beam <= 1:
-            return [hyp.tokens for hyp in greedy_search(self.loaded.model, src, src_mask, limit)]
-        nbest = beam_search(self.loaded.model, src, src_mask, limit, self.decode.beam, self.decode.length_penalty)
-        return [hyps[0].tokens for hyps in nbest]
+            return [[hyp] for hyp in greedy_search(self.loaded.model, src, src_mask, limit)]
+        nbest = beam_search(self.loaded.model, src, src_mask, limit, self.decode.beam, self.length_penalty,
+                            self.decode.min_len)
+        return [hyps[: self.decode.nbest] for hyps in nbest]
 
-    def translate(self, lines: list[str], first_line: int = 1) -> list[str]:
-        """Translate `lines` (numbered from `first_line` in warnings); empty lines stay empty."""
+    def translate_nbest(self, lines: list[str], first_line: int = 1) -> list[list[tuple[str, float]]]:
+        """(text, score) hypotheses per line, best first; an empty line gives one empty hypothesis."""
         for index, line in enumerate(lines):
             if "\ufffd" in line:
                 log.warning("line %d: invalid UTF-8 replaced by U+FFFD", first_line + index)
         texts = [normalize(line) for line in lines]
         ids = self.loaded.src_subword.encode(texts)
         ids = [self._truncate(seq, first_line + index) for index, seq in enumerate(ids)]
-        outputs = [""] * len(lines)
+        outputs: list[list[tuple[str, float]]] = [[("", 0.0)] for _ in lines]
         todo = [index for index, text in enumerate(texts) if text]
         for batch in length_batches([len(ids[index]) for index in todo], self.decode.batch_tokens):
             rows = [todo[position] for position in batch]
-            hyps = self.search([ids[row] for row in rows])
-            for row, text in zip(rows, self.loaded.tgt_subword.decode(hyps)):
-                outputs[row] = text
+            for row, hyps in zip(rows, self.search([ids[row] for row in rows])):
+                decoded = self.loaded.tgt_subword.decode([hyp.tokens for hyp in hyps])
+                outputs[row] = [(text, hyp.score) for text, hyp in zip(decoded, hyps)]
         return outputs
 
+    def translate(self, lines: list[str], first_line: int = 1) -> list[str]:
+        """The best translation of each line; empty lines stay empty."""
+        return [hyps[0][0] for hyps in self.translate_nbest(lines, first_line)]
 
-def translate_stream(translator: Translator, lines: Iterable[str]) -> Iterator[list[str]]:
-    """Translate an iterable of lines chunk by chunk, yielding each chunk's outputs in input order."""
+
+def format_hypotheses(hyps: list[tuple[str, float]], line_index: int, nbest: int, scores: bool) -> str:
+    """One output line, or `i ||| hypothesis ||| score` lines (Moses n-best format, 0-based i) when nbest > 1."""
+    if nbest > 1:
+        return "".join(f"{line_index} ||| {text} ||| {score:.4f}\n" for text, score in hyps)
+    text, score = hyps[0]
+    return f"{text} ||| {score:.4f}\n" if scores else f"{text}\n"
+
+
+def translate_stream(translator: Translator, lines: Iterable[str], scores: bool = False) -> Iterator[str]:
+    """Translate an iterable of lines chunk by chunk; yields each chunk's formatted output in input order."""
     iterator = iter(lines)
     first_line = 1
     while chunk := [line.rstrip("\r\n") for line in islice(iterator, translator.decode.buffer_size)]:
-        yield translator.translate(chunk, first_line)
+        results = translator.translate_nbest(chunk, first_line)
+        yield "".join(format_hypotheses(hyps, first_line - 1 + index, translator.decode.nbest, scores)
+                      for index, hyps in enumerate(results))
         first_line += len(chunk)

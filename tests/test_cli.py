@@ -105,6 +105,23 @@ def test_translate_keeps_one_line_per_input_line(trained: Path):
     assert "line 5: invalid UTF-8" in result.stderr.decode()
 
 
+def test_nbest_and_scores_output(trained: Path):
+    model = str(trained / "model.pt")
+    result = nmtkit("translate", "-m", model, "--beam", "4", "--nbest", "3", stdin=b"a b c\n\nd e\n")
+    rows = [line.split(" ||| ") for line in result.stdout.decode().splitlines()]
+    assert [int(row[0]) for row in rows] == [0, 0, 0, 1, 2, 2, 2]  # an empty line has one empty hypothesis
+    assert rows[0][1] == "c b a" and rows[3][1] == ""
+    for sentence in (rows[0:3], rows[4:7]):
+        scores = [float(row[2]) for row in sentence]
+        assert scores == sorted(scores, reverse=True) and len({row[1] for row in sentence}) == 3
+    scored = nmtkit("translate", "-m", model, "--scores", "--length-penalty", "gnmt", "--alpha", "0.6",
+                    stdin=b"a b c\nd e\n").stdout.decode().splitlines()
+    assert [line.split(" ||| ")[0] for line in scored] == ["c b a", "e d"]
+    assert all(float(line.split(" ||| ")[1]) <= 0 for line in scored)
+    assert_one_line_error(nmtkit("translate", "-m", model, "--beam", "2", "--nbest", "3", stdin=b"a\n", check=False),
+                          "--nbest 3")
+
+
 def test_translate_into_closed_pipe(trained: Path, reverse_data: Path):
     source = str(reverse_data / "raw" / "test.src")
     command = f"{sys.executable} -m nmtkit translate -m {trained / 'model.pt'} --buffer-size 10 -i {source} | head -1"

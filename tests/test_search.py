@@ -14,7 +14,7 @@ from torch import Tensor
 from nmtkit.data.dataset import encode_sources
 from nmtkit.data.subword import BOS, EOS
 from nmtkit.models.base import EncoderDecoder, Memory, State
-from nmtkit.search import beam_search, greedy_search, max_lengths, normalize_score
+from nmtkit.search import LengthPenalty, beam_search, greedy_search, max_lengths
 
 A, B = 4, 5  # the two ordinary tokens of the fake vocabulary
 VOCAB = 6
@@ -102,7 +102,7 @@ def test_beam_finds_a_more_probable_sequence_than_greedy():
     src, src_mask = sources(1)
     max_len = torch.tensor([4])
     [greedy] = greedy_search(model, src, src_mask, max_len)
-    [hyps] = beam_search(model, src, src_mask, max_len, beam_size=2, length_penalty="none")
+    [hyps] = beam_search(model, src, src_mask, max_len, beam_size=2, length_penalty=LengthPenalty("none"))
     assert hyps[0].tokens == [B]
     assert hyps[0].log_prob == pytest.approx(math.log(0.44) + math.log(0.99), abs=1e-5)
     assert hyps[0].log_prob > greedy.log_prob
@@ -114,7 +114,7 @@ def test_beam_size_one_equals_greedy_on_fixed_tables(probs):
     src, src_mask = sources(2)
     max_len = torch.tensor([4, 2])
     greedy = greedy_search(model, src, src_mask, max_len)
-    beams = beam_search(model, src, src_mask, max_len, beam_size=1, length_penalty="none")
+    beams = beam_search(model, src, src_mask, max_len, beam_size=1, length_penalty=LengthPenalty("none"))
     for single, [beam] in zip(greedy, beams):
         assert beam.tokens == single.tokens
         assert beam.log_prob == pytest.approx(single.log_prob, abs=1e-5)
@@ -129,21 +129,28 @@ def test_length_penalty_changes_the_ranking_and_scores_are_hand_computed():
     long_log_prob = math.log(0.38) + 2 * math.log(0.7) + math.log(0.9)
     assert long_log_prob < short_log_prob and long_log_prob / 4 > short_log_prob / 2  # the case is what it claims
 
-    [plain] = beam_search(model, src, src_mask, max_len, beam_size=2, length_penalty="none")
-    [average] = beam_search(model, src, src_mask, max_len, beam_size=2, length_penalty="average")
-    assert [hyp.tokens for hyp in plain] == [short, long]
+    [plain] = beam_search(model, src, src_mask, max_len, beam_size=2, length_penalty=LengthPenalty("none"))
+    assert plain[0].tokens == short and plain[0].score == pytest.approx(short_log_prob, abs=1e-5)
+    # gnmt with alpha 0 scores like "none" but is not flagged monotone, so the search keeps both hypotheses
+    [unnormalised] = beam_search(model, src, src_mask, max_len, beam_size=2, length_penalty=LengthPenalty("gnmt", 0.0))
+    assert [hyp.tokens for hyp in unnormalised] == [short, long]
+    assert [hyp.score for hyp in unnormalised] == pytest.approx([short_log_prob, long_log_prob], abs=1e-5)
+    [average] = beam_search(model, src, src_mask, max_len, beam_size=2, length_penalty=LengthPenalty("average"))
     assert [hyp.tokens for hyp in average] == [long, short]
-    assert [hyp.score for hyp in plain] == pytest.approx([short_log_prob, long_log_prob], abs=1e-5)
     assert [hyp.score for hyp in average] == pytest.approx([long_log_prob / 4, short_log_prob / 2], abs=1e-5)
     assert [hyp.log_prob for hyp in average] == pytest.approx([long_log_prob, short_log_prob], abs=1e-5)
 
 
-def test_normalize_score():
-    assert normalize_score(-6.0, 3, "none") == -6.0
-    assert normalize_score(-6.0, 3, "average") == -2.0
+def test_length_penalty_none_and_average():
+    assert LengthPenalty("none")(-6.0, 3) == -6.0
+    assert LengthPenalty("average")(-6.0, 3) == -2.0
 
 
-@pytest.mark.parametrize("length_penalty", ["none", "average"])
+PENALTIES = [LengthPenalty("none"), LengthPenalty("average"), LengthPenalty("gnmt", alpha=0.6),
+             LengthPenalty("sockeye", alpha=1.2, beta=3.0), LengthPenalty("none", word_penalty=-0.5)]
+
+
+@pytest.mark.parametrize("length_penalty", PENALTIES, ids=lambda penalty: f"{penalty.kind}-wp{penalty.word_penalty}")
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_wide_beam_finds_the_exhaustive_optimum(length_penalty, seed):
     vocab, limit = 5, 4  # sequences of at most 3 tokens, then EOS
@@ -151,7 +158,7 @@ def test_wide_beam_finds_the_exhaustive_optimum(length_penalty, seed):
     model = FixedDecoder(torch.softmax(torch.randn(limit, vocab, vocab, generator=generator) * 2, dim=-1))
     ordinary = [token for token in range(vocab) if token != EOS]
     candidates = [list(seq) for length in range(limit) for seq in itertools.product(ordinary, repeat=length)]
-    scored = [(normalize_score(model.path_log_prob(seq), len(seq) + 1, length_penalty), seq) for seq in candidates]
+    scored = [(length_penalty(model.path_log_prob(seq), len(seq) + 1), seq) for seq in candidates]
     best_score, best_tokens = max(scored)
 
     src, src_mask = sources(1)
@@ -159,7 +166,8 @@ def test_wide_beam_finds_the_exhaustive_optimum(length_penalty, seed):
     [hyps] = beam_search(model, src, src_mask, torch.tensor([limit]), len(candidates), length_penalty)
     assert hyps[0].tokens == best_tokens
     assert hyps[0].score == pytest.approx(best_score, abs=1e-5)
-    assert len(hyps) == len(candidates)
+    if not length_penalty.monotone:  # otherwise the search may stop once no live beam can win
+        assert len(hyps) == len(candidates)
 
 
 def test_every_hypothesis_respects_its_length_limit():
@@ -223,7 +231,7 @@ def test_transformer_beam_one_equals_greedy_and_scores_match_forward(search_mode
     max_len = max_lengths(src_mask, 1.5, 2)
     greedy = greedy_search(search_model, src, src_mask, max_len)
     beams = beam_search(search_model, src, src_mask, max_len, beam_size=1)
-    nbest = beam_search(search_model, src, src_mask, max_len, beam_size=4, length_penalty="average")
+    nbest = beam_search(search_model, src, src_mask, max_len, beam_size=4, length_penalty=LengthPenalty("average"))
     for index, sentence in enumerate(sentences):
         assert beams[index][0].tokens == greedy[index].tokens
         assert beams[index][0].log_prob == pytest.approx(greedy[index].log_prob, abs=1e-4)
@@ -239,3 +247,44 @@ def test_transformer_beam_one_equals_greedy_and_scores_match_forward(search_mode
         scores = [hyp.score for hyp in nbest[index]]
         assert scores == sorted(scores, reverse=True)
         assert len(nbest[index]) == 4
+
+
+def test_gnmt_sockeye_and_word_penalty_formulas():
+    assert LengthPenalty("gnmt", alpha=0.6).divisor(7) == pytest.approx((12 / 6) ** 0.6)
+    assert LengthPenalty("gnmt", alpha=0.0)(-3.0, 9) == -3.0
+    assert LengthPenalty("sockeye", alpha=1.0, beta=0.0)(-6.0, 3) == pytest.approx(-2.0)  # = average
+    assert LengthPenalty("sockeye", alpha=0.5, beta=2.0).divisor(6) == pytest.approx((8 / 3) ** 0.5)
+    assert LengthPenalty("none", word_penalty=0.25)(-1.0, 4) == pytest.approx(-2.0)
+    assert LengthPenalty("none").monotone and not LengthPenalty("none", word_penalty=-0.1).monotone
+    assert not LengthPenalty("gnmt").monotone
+    with pytest.raises(ValueError):
+        LengthPenalty("longest")
+
+
+class CountingDecoder(FixedDecoder):
+    def __init__(self, probs: Tensor):
+        super().__init__(probs)
+        self.calls = 0
+
+    def step(self, prev, state, memory):
+        self.calls += 1
+        return super().step(prev, state, memory)
+
+
+def test_search_stops_when_no_live_beam_can_win():
+    # EOS at once has probability 0.9: no continuation (at most 0.1) can catch up under the "none" penalty.
+    probs = table(6, {(0, BOS): distribution(A=0.06, B=0.04, EOS=0.9)}, default=distribution(A=0.5, B=0.5))
+    stopping = CountingDecoder(probs)
+    [hyps] = beam_search(stopping, *sources(1), torch.tensor([6]), beam_size=3, length_penalty=LengthPenalty("none"))
+    assert stopping.calls == 1 and hyps[0].tokens == []
+    exhaustive = CountingDecoder(probs)
+    beam_search(exhaustive, *sources(1), torch.tensor([6]), beam_size=3, length_penalty=LengthPenalty("average"))
+    assert exhaustive.calls > 1
+
+
+def test_min_len_forbids_early_eos():
+    model = FixedDecoder(distribution(A=0.2, B=0.1, EOS=0.6).repeat(8, VOCAB, 1))
+    [hyps] = beam_search(model, *sources(1), torch.tensor([8]), beam_size=2, min_len=3)
+    assert all(len(hyp.tokens) >= 3 for hyp in hyps)
+    [short] = beam_search(model, *sources(1), torch.tensor([2]), beam_size=2, min_len=3)
+    assert short and all(len(hyp.tokens) <= 1 for hyp in short)  # the length limit wins over min_len
