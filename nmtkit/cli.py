@@ -174,7 +174,8 @@ def _open_lines(path: Path | None):
 @app.command()
 @handle_errors
 def translate(
-    model: Annotated[Path, typer.Option("--model", "-m", help="checkpoint (model.pt)", dir_okay=False)],
+    model: Annotated[list[Path], typer.Option("--model", "-m", help="checkpoint (repeat for an ensemble)",
+                                              dir_okay=False)],
     input: Annotated[Path | None, typer.Option("--input", "-i", help="input file (default: stdin)")] = None,
     beam: Annotated[int | None, typer.Option(help="beam size (default: from the checkpoint, 5)")] = None,
     greedy: Annotated[bool, typer.Option(help="greedy search (same as --beam 1)")] = False,
@@ -189,25 +190,33 @@ def translate(
     max_len_b: Annotated[int | None, typer.Option(help="output length limit: a * source length + b")] = None,
     nbest: Annotated[int | None, typer.Option(help="print the K best as `i ||| hypothesis ||| score` lines")] = None,
     scores: Annotated[bool, typer.Option(help="append ` ||| score` to each output line")] = False,
+    sample: Annotated[bool, typer.Option(help="sample translations instead of searching")] = False,
+    temperature: Annotated[float | None, typer.Option(help="sampling temperature")] = None,
+    top_k: Annotated[int | None, typer.Option(help="sample among the k most probable tokens")] = None,
+    top_p: Annotated[float | None, typer.Option(help="sample within the top-p probability mass")] = None,
+    seed: Annotated[int | None, typer.Option(help="random seed for sampling")] = None,
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N")] = "auto",
     threads: Annotated[int, typer.Option(help="CPU threads (0 = all cores)")] = 0,
     overrides: Overrides = None,
 ) -> None:
     """Translate lines from stdin (or --input) to stdout, one output line per input line (K with --nbest K)."""
-    from nmtkit.checkpoint import load_checkpoint, restore_model
     from nmtkit.config import DecodeConfig, apply_overrides, from_dict, to_dict
+    from nmtkit.ensemble import load_models
     from nmtkit.runtime import pick_device, set_threads
     from nmtkit.translate import Translator, translate_stream
 
     set_threads(threads)
     torch_device = pick_device(device)
-    loaded = restore_model(load_checkpoint(model), torch_device)
+    loaded = load_models(model, torch_device)
     raw = to_dict(loaded.config.decode)
     flags = {"beam": 1 if greedy else beam, "batch_tokens": batch_tokens, "buffer_size": buffer_size,
              "length_penalty": length_penalty, "alpha": alpha, "beta": beta, "word_penalty": word_penalty,
-             "min_len": min_len, "max_len_a": max_len_a, "max_len_b": max_len_b, "nbest": nbest}
+             "min_len": min_len, "max_len_a": max_len_a, "max_len_b": max_len_b, "nbest": nbest,
+             "sample": sample or None, "temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed}
     raw.update({key: value for key, value in flags.items() if value is not None})
     decode = from_dict(DecodeConfig, apply_overrides({"decode": raw}, overrides or [])["decode"], "decode.")
+    if decode.nbest > 1 and decode.sample:
+        raise NmtkitError("--nbest needs beam search; --sample draws one translation per line")
     if decode.nbest > max(decode.beam, 1):
         raise NmtkitError(f"--nbest {decode.nbest} needs a beam of at least {decode.nbest} (--beam {decode.beam})")
     for text in translate_stream(Translator(loaded, decode, torch_device), _open_lines(input), scores):

@@ -86,6 +86,11 @@ class DecodeConfig:
     word_penalty: float = option(0.0, "subtracted from a hypothesis' score per token (negative: longer outputs)")
     min_len: int = option(0, "no EOS before this many output tokens")
     nbest: int = option(1, "hypotheses output per input line (at most the beam size)")
+    sample: bool = option(False, "sample each token instead of searching (uses temperature, top_k, top_p)")
+    temperature: float = option(1.0, "sampling temperature")
+    top_k: int = option(0, "sample among the k most probable tokens (0 = all)")
+    top_p: float = option(1.0, "sample within the smallest set of tokens whose probability reaches p")
+    seed: int = option(1, "random seed for sampling")
     batch_tokens: int = option(6000, "source-token budget per translation batch")
     buffer_size: int = option(2000, "lines read before sorting by length and translating")
 

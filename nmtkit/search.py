@@ -73,9 +73,44 @@ def max_lengths(src_mask: Tensor, a: float, b: int, limit: int = 1024) -> Tensor
     return (src_mask.sum(dim=1).float() * a + b).long().clamp(1, limit)
 
 
+def argmax_choice(log_probs: Tensor) -> Tensor:
+    return log_probs.argmax(dim=-1)
+
+
+@dataclass(frozen=True)
+class Sampler:
+    """Draw the next token from softmax(log_probs / temperature), restricted to the `top_k` most probable tokens
+    and to the smallest set whose probability reaches `top_p` (nucleus sampling, Holtzman et al. 2020)."""
+
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    generator: torch.Generator | None = None
+
+    def __call__(self, log_probs: Tensor) -> Tensor:
+        probs = torch.softmax(filter_log_probs(log_probs / self.temperature, self.top_k, self.top_p), dim=-1)
+        return torch.multinomial(probs, 1, generator=self.generator).squeeze(1)
+
+
+def filter_log_probs(log_probs: Tensor, top_k: int = 0, top_p: float = 1.0) -> Tensor:
+    """(B, V) -> the same with -inf outside the top-k tokens and outside the top-p nucleus; the best token stays."""
+    if top_k > 0:
+        kth_best = log_probs.topk(min(top_k, log_probs.size(-1)), dim=-1).values[:, -1:]
+        log_probs = log_probs.masked_fill(log_probs < kth_best, float("-inf"))
+    if top_p < 1.0:
+        sorted_log_probs, order = log_probs.sort(dim=-1, descending=True)
+        sorted_probs = torch.softmax(sorted_log_probs, dim=-1)
+        sorted_outside = sorted_probs.cumsum(dim=-1) - sorted_probs >= top_p  # the better tokens already reach p
+        outside = torch.zeros_like(sorted_outside).scatter(1, order, sorted_outside)
+        log_probs = log_probs.masked_fill(outside, float("-inf"))
+    return log_probs
+
+
 @torch.inference_mode()
-def greedy_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: Tensor) -> list[Hypothesis]:
-    """Pick the most probable token at each step; a sentence stops at EOS or at its length limit."""
+def greedy_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: Tensor,
+                  choose=argmax_choice) -> list[Hypothesis]:
+    """Follow one path per sentence, choosing each token with `choose` (argmax: greedy; a `Sampler`: sampling);
+    a sentence stops at EOS or at its length limit. Scores are the model's log-probabilities of the path."""
     memory = model.encode(src, src_mask)
     state = model.init_state(memory)
     rows = torch.arange(src.size(0), device=src.device)  # sentence index of each live row
@@ -84,10 +119,9 @@ def greedy_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len:
     log_probs_total = [0.0] * src.size(0)
     for step in range(int(max_len.max())):
         log_probs, state, _ = model.step(prev, state, memory)
-        prev = log_probs.argmax(dim=-1)
-        prev = torch.where(step + 1 >= max_len[rows], torch.full_like(prev, EOS), prev)
-        best = log_probs.gather(1, prev.unsqueeze(1)).squeeze(1)
-        for row, token, score in zip(rows.tolist(), prev.tolist(), best.tolist()):
+        prev = torch.where(step + 1 >= max_len[rows], torch.full_like(rows, EOS), choose(log_probs))
+        chosen = log_probs.gather(1, prev.unsqueeze(1)).squeeze(1)
+        for row, token, score in zip(rows.tolist(), prev.tolist(), chosen.tolist()):
             tokens[row].append(token)
             log_probs_total[row] += score
         live = (prev != EOS).nonzero().squeeze(1)

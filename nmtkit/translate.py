@@ -16,7 +16,7 @@ from nmtkit.checkpoint import LoadedModel
 from nmtkit.config import DecodeConfig
 from nmtkit.data.corpus import normalize
 from nmtkit.data.dataset import encode_sources
-from nmtkit.search import Hypothesis, LengthPenalty, beam_search, greedy_search, max_lengths
+from nmtkit.search import Hypothesis, LengthPenalty, Sampler, beam_search, greedy_search, max_lengths
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +38,8 @@ class Translator:
     def __init__(self, loaded: LoadedModel, decode: DecodeConfig, device: torch.device):
         self.loaded, self.decode, self.device = loaded, decode, device
         self.max_source = getattr(loaded.config.model, "max_positions", 1024) - 1
+        generator = torch.Generator(device).manual_seed(decode.seed)
+        self.sampler = Sampler(decode.temperature, decode.top_k, decode.top_p, generator)
 
     def _truncate(self, ids: list[int], number: int) -> list[int]:
         if len(ids) > self.max_source:
@@ -55,6 +57,8 @@ class Translator:
         src, src_mask = encode_sources(sources)
         src, src_mask = src.to(self.device), src_mask.to(self.device)
         limit = max_lengths(src_mask, self.decode.max_len_a, self.decode.max_len_b, self.max_source)
+        if self.decode.sample:
+            return [[hyp] for hyp in greedy_search(self.loaded.model, src, src_mask, limit, self.sampler)]
         if self.decode.beam <= 1:
             return [[hyp] for hyp in greedy_search(self.loaded.model, src, src_mask, limit)]
         nbest = beam_search(self.loaded.model, src, src_mask, limit, self.decode.beam, self.length_penalty,

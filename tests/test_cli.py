@@ -122,6 +122,24 @@ def test_nbest_and_scores_output(trained: Path):
                           "--nbest 3")
 
 
+def test_ensemble_and_sampling(trained: Path, tmp_path: Path):
+    import torch
+
+    model, lines = str(trained / "model.pt"), b"a b c d\ne f g\n"
+    single = nmtkit("translate", "-m", model, stdin=lines).stdout
+    assert nmtkit("translate", "-m", model, "-m", model, stdin=lines).stdout == single
+    payload = torch.load(trained / "model.pt", weights_only=True)
+    payload["subword"]["tgt"], payload["subword"]["joint"] = b"another subword model", False
+    torch.save(payload, tmp_path / "other.pt")
+    assert_one_line_error(nmtkit("translate", "-m", model, "-m", str(tmp_path / "other.pt"), stdin=lines,
+                                 check=False), "other.pt", "subword")
+    first = nmtkit("translate", "-m", model, "--sample", "--seed", "7", "--temperature", "2", stdin=lines * 20)
+    again = nmtkit("translate", "-m", model, "--sample", "--seed", "7", "--temperature", "2", stdin=lines * 20)
+    assert first.stdout == again.stdout and first.stdout.count(b"\n") == 40
+    assert_one_line_error(nmtkit("translate", "-m", model, "--sample", "--nbest", "2", stdin=lines, check=False),
+                          "--nbest")
+
+
 def test_translate_into_closed_pipe(trained: Path, reverse_data: Path):
     source = str(reverse_data / "raw" / "test.src")
     command = f"{sys.executable} -m nmtkit translate -m {trained / 'model.pt'} --buffer-size 10 -i {source} | head -1"

@@ -14,7 +14,7 @@ from torch import Tensor
 from nmtkit.data.dataset import encode_sources
 from nmtkit.data.subword import BOS, EOS
 from nmtkit.models.base import EncoderDecoder, Memory, State
-from nmtkit.search import LengthPenalty, beam_search, greedy_search, max_lengths
+from nmtkit.search import LengthPenalty, Sampler, beam_search, filter_log_probs, greedy_search, max_lengths
 
 A, B = 4, 5  # the two ordinary tokens of the fake vocabulary
 VOCAB = 6
@@ -288,3 +288,28 @@ def test_min_len_forbids_early_eos():
     assert all(len(hyp.tokens) >= 3 for hyp in hyps)
     [short] = beam_search(model, *sources(1), torch.tensor([2]), beam_size=2, min_len=3)
     assert short and all(len(hyp.tokens) <= 1 for hyp in short)  # the length limit wins over min_len
+
+
+def test_filter_log_probs_top_k_and_top_p():
+    log_probs = torch.tensor([[0.5, 0.3, 0.15, 0.05]]).log()
+    kept = lambda filtered: torch.isfinite(filtered[0]).tolist()  # noqa: E731
+    assert kept(filter_log_probs(log_probs, top_k=2)) == [True, True, False, False]
+    assert kept(filter_log_probs(log_probs, top_p=0.45)) == [True, False, False, False]
+    assert kept(filter_log_probs(log_probs, top_p=0.75)) == [True, True, False, False]
+    assert kept(filter_log_probs(log_probs, top_p=0.85)) == [True, True, True, False]
+    assert kept(filter_log_probs(log_probs[:, [3, 1, 0, 2]], top_p=0.75)) == [False, True, True, False]
+    assert kept(filter_log_probs(log_probs, top_k=3, top_p=0.01)) == [True, False, False, False]
+
+
+def test_sampling_follows_the_distribution_and_scores_the_path():
+    probs = table(3, {(0, BOS): distribution(A=0.7, B=0.3 - 1e-6)}, default=distribution(EOS=1 - 1e-6))
+    model = FixedDecoder(probs)
+    src, src_mask = sources(2000)
+    sampler = Sampler(generator=torch.Generator().manual_seed(0))
+    hyps = greedy_search(model, src, src_mask, torch.full((2000,), 3), choose=sampler)
+    firsts = [hyp.tokens[0] for hyp in hyps]
+    assert abs(firsts.count(A) / 2000 - 0.7) < 0.04 and firsts.count(A) + firsts.count(B) == 2000
+    for hyp in hyps[:20]:
+        assert hyp.log_prob == pytest.approx(model.path_log_prob(hyp.tokens), abs=1e-4)
+    cold = greedy_search(model, src[:50], src_mask[:50], torch.full((50,), 3), choose=Sampler(temperature=1e-4))
+    assert all(hyp.tokens == [A] for hyp in cold)  # a tiny temperature is greedy

@@ -1,0 +1,73 @@
+"""Ensembles: several checkpoints decoded as one model through the same `step` interface.
+
+Members' Memory and State entries are kept in one dict under `"<member>.<key>"`, so beam search reorders them
+like any other model's. At each step the members' log-probabilities are averaged and renormalised (a product of
+experts, as OpenNMT-py's ensemble decoder averages log-probabilities).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from nmtkit.checkpoint import LoadedModel, load_checkpoint, restore_model
+from nmtkit.errors import NmtkitError
+from nmtkit.models.base import EncoderDecoder, Memory, State
+
+
+def _member(tensors: dict[str, Tensor], index: int) -> dict[str, Tensor]:
+    prefix = f"{index}."
+    return {key[len(prefix):]: value for key, value in tensors.items() if key.startswith(prefix)}
+
+
+def _join(parts: list[dict[str, Tensor]]) -> dict[str, Tensor]:
+    return {f"{index}.{key}": value for index, part in enumerate(parts) for key, value in part.items()}
+
+
+def _mean_or_none(tensors: list[Tensor | None]) -> Tensor | None:
+    present = [tensor for tensor in tensors if tensor is not None]
+    return torch.stack(present).mean(dim=0) if present else None
+
+
+class Ensemble(EncoderDecoder):
+    """Models that share source and target vocabularies, decoded together."""
+
+    def __init__(self, members: list[EncoderDecoder]):
+        super().__init__()
+        self.members = nn.ModuleList(members)
+
+    def encode(self, src: Tensor, src_mask: Tensor) -> Memory:
+        memory = _join([member.encode(src, src_mask) for member in self.members])
+        memory["src_mask"] = src_mask
+        return memory
+
+    def init_state(self, memory: Memory) -> State:
+        return _join([member.init_state(_member(memory, index)) for index, member in enumerate(self.members)])
+
+    def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, State, Tensor | None]:
+        outputs = [member.step(prev, _member(state, index), _member(memory, index))
+                   for index, member in enumerate(self.members)]
+        log_probs = torch.log_softmax(torch.stack([output[0] for output in outputs]).mean(dim=0), dim=-1)  # (B, V)
+        return log_probs, _join([output[1] for output in outputs]), _mean_or_none([output[2] for output in outputs])
+
+    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor | None]:
+        outputs = [member(src, src_mask, tgt_in) for member in self.members]
+        member_log_probs = torch.stack([torch.log_softmax(output[0].float(), dim=-1) for output in outputs])
+        return torch.log_softmax(member_log_probs.mean(dim=0), dim=-1), _mean_or_none([o[1] for o in outputs])
+
+
+def load_models(paths: list[Path], device: torch.device) -> LoadedModel:
+    """One checkpoint, or an ensemble of several that share their subword models."""
+    payloads = [load_checkpoint(path) for path in paths]
+    vocabularies = [(payload["subword"]["src"], payload["subword"]["tgt"]) for payload in payloads]
+    for path, vocabulary in zip(paths[1:], vocabularies[1:]):
+        if vocabulary != vocabularies[0]:
+            raise NmtkitError(f"{path} uses other subword models than {paths[0]}; an ensemble needs the same ones")
+    loaded = [restore_model(payload, device) for payload in payloads]
+    if len(loaded) == 1:
+        return loaded[0]
+    first = loaded[0]
+    return LoadedModel(first.config, Ensemble([item.model for item in loaded]).eval(),
+                       first.src_subword, first.tgt_subword)
