@@ -87,3 +87,25 @@ def restore_model(payload: dict[str, Any], device: torch.device) -> LoadedModel:
     except RuntimeError as error:
         raise NmtkitError(f"checkpoint weights do not match its config: {str(error).splitlines()[0]}") from error
     return LoadedModel(config, model.to(device).eval(), src_subword, tgt_subword)
+
+
+def step_checkpoints(run_dir: Path) -> list[Path]:
+    """The run's checkpoint_<step>.pt files, oldest step first."""
+    found = [(int(path.stem.split("_", 1)[1]), path) for path in run_dir.glob("checkpoint_*.pt")
+             if path.stem.split("_", 1)[1].isdigit()]
+    return [path for _, path in sorted(found)]
+
+
+def average_checkpoints(paths: list[Path]) -> dict:
+    """One payload whose weights are the element-wise mean of the checkpoints' (Vaswani et al. 2017, Section 6.1).
+
+    The checkpoints must come from one run (same config and subword models); the mean is taken in float64.
+    """
+    payloads = [load_checkpoint(path) for path in paths]
+    for path, payload in zip(paths[1:], payloads[1:]):
+        if payload["config"]["model"] != payloads[0]["config"]["model"] or payload["subword"] != payloads[0]["subword"]:
+            raise NmtkitError(f"{path} is not from the same model as {paths[0]}; only checkpoints of one run average")
+    weights = {name: sum(payload["model"][name].double() for payload in payloads) / len(payloads)
+               for name in payloads[-1]["model"]}
+    averaged = {name: value.to(payloads[-1]["model"][name].dtype) for name, value in weights.items()}
+    return {**payloads[-1], "model": averaged, "train_state": None}

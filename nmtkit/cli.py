@@ -190,6 +190,7 @@ def translate(
     max_len_b: Annotated[int | None, typer.Option(help="output length limit: a * source length + b")] = None,
     nbest: Annotated[int | None, typer.Option(help="print the K best as `i ||| hypothesis ||| score` lines")] = None,
     scores: Annotated[bool, typer.Option(help="append ` ||| score` to each output line")] = False,
+    average: Annotated[int, typer.Option(help="average the weights of the last N checkpoint_<step>.pt of the run")] = 0,
     sample: Annotated[bool, typer.Option(help="sample translations instead of searching")] = False,
     temperature: Annotated[float | None, typer.Option(help="sampling temperature")] = None,
     top_k: Annotated[int | None, typer.Option(help="sample among the k most probable tokens")] = None,
@@ -207,7 +208,7 @@ def translate(
 
     set_threads(threads)
     torch_device = pick_device(device)
-    loaded = load_models(model, torch_device)
+    loaded = load_models(model, torch_device, average)
     raw = to_dict(loaded.config.decode)
     flags = {"beam": 1 if greedy else beam, "batch_tokens": batch_tokens, "buffer_size": buffer_size,
              "length_penalty": length_penalty, "alpha": alpha, "beta": beta, "word_penalty": word_penalty,

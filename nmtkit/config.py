@@ -63,6 +63,7 @@ class TrainConfig:
     valid_max_sentences: int = option(0, "decode at most N dev sentences for BLEU (0 = all)")
     best_metric: Literal["bleu", "loss"] = option("bleu", "metric that selects model.pt and drives patience")
     patience: int = option(0, "stop after N validations without improvement (0 = off)")
+    keep_checkpoints: int = option(0, "also keep checkpoint_<step>.pt of the last N validations (for --average)")
     seed: int = option(1, "random seed")
     threads: int = option(0, "CPU threads for torch (0 = all cores)")
     device: str = option("auto", "auto, cpu, cuda or cuda:N")

@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from nmtkit.checkpoint import LoadedModel, load_checkpoint, restore_model
+from nmtkit.checkpoint import LoadedModel, average_checkpoints, load_checkpoint, restore_model, step_checkpoints
 from nmtkit.errors import NmtkitError
 from nmtkit.models.base import EncoderDecoder, Memory, State
 
@@ -58,8 +58,21 @@ class Ensemble(EncoderDecoder):
         return torch.log_softmax(member_log_probs.mean(dim=0), dim=-1), _mean_or_none([o[1] for o in outputs])
 
 
-def load_models(paths: list[Path], device: torch.device) -> LoadedModel:
-    """One checkpoint, or an ensemble of several that share their subword models."""
+def last_checkpoints(run_dir: Path, count: int) -> list[Path]:
+    """The `count` newest checkpoint_<step>.pt files of a run directory."""
+    found = step_checkpoints(run_dir)
+    if not found:
+        raise NmtkitError(f"{run_dir} holds no checkpoint_<step>.pt files; train with train.keep_checkpoints=N")
+    return found[-count:]
+
+
+def load_models(paths: list[Path], device: torch.device, average: int = 0) -> LoadedModel:
+    """One checkpoint, an average of the last `average` checkpoints of its run, or an ensemble of several
+    checkpoints that share their subword models."""
+    if average > 0:
+        if len(paths) > 1:
+            raise NmtkitError("--average takes one -m (a checkpoint of the run whose checkpoints to average)")
+        return restore_model(average_checkpoints(last_checkpoints(paths[0].parent, average)), device)
     payloads = [load_checkpoint(path) for path in paths]
     vocabularies = [(payload["subword"]["src"], payload["subword"]["tgt"]) for payload in payloads]
     for path, vocabulary in zip(paths[1:], vocabularies[1:]):

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from tqdm import tqdm
 
-from nmtkit.checkpoint import LoadedModel, load_checkpoint, make_payload, save_atomic
+from nmtkit.checkpoint import LoadedModel, load_checkpoint, make_payload, save_atomic, step_checkpoints
 from nmtkit.config import Config, DecodeConfig, save_yaml
 from nmtkit.data.corpus import read_lines
 from nmtkit.data.dataset import Batch, ParallelData
@@ -183,6 +183,10 @@ class Trainer:
         log.info("validation %s", record)
         if improved:
             self.save("model.pt", with_train_state=False)
+        if self.config.train.keep_checkpoints > 0:
+            self.save(f"checkpoint_{self.progress.step}.pt", with_train_state=False)
+            for old in step_checkpoints(self.out_dir)[: -self.config.train.keep_checkpoints]:
+                old.unlink()
         self.save("last.pt", with_train_state=True)
         patience = self.config.train.patience
         return patience > 0 and self.progress.bad_validations >= patience

@@ -156,3 +156,29 @@ def test_failed_save_keeps_the_previous_checkpoint(tmp_path, trained, monkeypatc
     assert sorted(os.listdir(tmp_path)) == ["last.pt"]
     monkeypatch.undo()
     assert load_checkpoint(path)["train_state"] == {"step": 1}
+
+
+def test_average_checkpoints_is_the_elementwise_mean(tmp_path, trained):
+    config, model, subword = trained
+    torch.manual_seed(5)
+    other = build_model(config.model, subword.vocab_size, subword.vocab_size, True).eval()
+    for name, weights in (("checkpoint_100.pt", model), ("checkpoint_20.pt", other)):
+        save_atomic(make_payload(config, weights, (subword, subword)), tmp_path / name)
+    (tmp_path / "checkpoint_x.pt").write_bytes(b"not a step checkpoint")
+    assert checkpoint.step_checkpoints(tmp_path) == [tmp_path / "checkpoint_20.pt", tmp_path / "checkpoint_100.pt"]
+    averaged = checkpoint.average_checkpoints(checkpoint.step_checkpoints(tmp_path))
+    for name, value in averaged["model"].items():
+        expected = (model.state_dict()[name].double() + other.state_dict()[name].double()) / 2
+        torch.testing.assert_close(value, expected.float())
+    assert averaged["train_state"] is None
+    restore_model(averaged, torch.device("cpu"))
+
+
+def test_average_rejects_checkpoints_of_different_models(tmp_path, trained):
+    config, model, subword = trained
+    bigger = build_config({"model": {**TINY_MODEL, "ffn": 64}})
+    save_atomic(make_payload(config, model, (subword, subword)), tmp_path / "a.pt")
+    wide = build_model(bigger.model, subword.vocab_size, subword.vocab_size, True)
+    save_atomic(make_payload(bigger, wide, (subword, subword)), tmp_path / "b.pt")
+    with pytest.raises(NmtkitError, match="same model"):
+        checkpoint.average_checkpoints([tmp_path / "a.pt", tmp_path / "b.pt"])

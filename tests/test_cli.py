@@ -140,6 +140,20 @@ def test_ensemble_and_sampling(trained: Path, tmp_path: Path):
                           "--nbest")
 
 
+def test_checkpoint_averaging(trained: Path, reverse_data: Path):
+    kept = sorted(path.name for path in trained.glob("checkpoint_*.pt"))
+    assert kept == ["checkpoint_400.pt", "checkpoint_600.pt", "checkpoint_800.pt"]  # keep_checkpoints: 3
+    references = (reverse_data / "raw" / "test.tgt").read_text().splitlines()
+    result = nmtkit("translate", "-m", str(trained / "model.pt"), "--average", "3", "--input",
+                    str(reverse_data / "raw" / "test.src"))
+    assert exact_match(result.stdout.decode().splitlines(), references) >= 0.8
+    lonely = reverse_data / "lonely"
+    lonely.mkdir(exist_ok=True)
+    (lonely / "model.pt").write_bytes((trained / "model.pt").read_bytes())
+    assert_one_line_error(nmtkit("translate", "-m", str(lonely / "model.pt"), "--average", "2", stdin=b"a\n",
+                                 check=False), "keep_checkpoints")
+
+
 def test_translate_into_closed_pipe(trained: Path, reverse_data: Path):
     source = str(reverse_data / "raw" / "test.src")
     command = f"{sys.executable} -m nmtkit translate -m {trained / 'model.pt'} --buffer-size 10 -i {source} | head -1"
