@@ -196,6 +196,8 @@ def translate(
     top_k: Annotated[int | None, typer.Option(help="sample among the k most probable tokens")] = None,
     top_p: Annotated[float | None, typer.Option(help="sample within the top-p probability mass")] = None,
     seed: Annotated[int | None, typer.Option(help="random seed for sampling")] = None,
+    fp16: Annotated[bool, typer.Option("--fp16", help="half precision (for GPUs)")] = False,
+    bf16: Annotated[bool, typer.Option("--bf16", help="bfloat16 (GPUs; CPUs with AVX512-BF16/AMX)")] = False,
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N")] = "auto",
     threads: Annotated[int, typer.Option(help="CPU threads (0 = all cores)")] = 0,
     overrides: Overrides = None,
@@ -213,7 +215,8 @@ def translate(
     flags = {"beam": 1 if greedy else beam, "batch_tokens": batch_tokens, "buffer_size": buffer_size,
              "length_penalty": length_penalty, "alpha": alpha, "beta": beta, "word_penalty": word_penalty,
              "min_len": min_len, "max_len_a": max_len_a, "max_len_b": max_len_b, "nbest": nbest,
-             "sample": sample or None, "temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed}
+             "dtype": "float16" if fp16 else "bfloat16" if bf16 else None, "sample": sample or None,
+             "temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed}
     raw.update({key: value for key, value in flags.items() if value is not None})
     decode = from_dict(DecodeConfig, apply_overrides({"decode": raw}, overrides or [])["decode"], "decode.")
     if decode.nbest > 1 and decode.sample:

@@ -92,6 +92,7 @@ class DecodeConfig:
     top_k: int = option(0, "sample among the k most probable tokens (0 = all)")
     top_p: float = option(1.0, "sample within the smallest set of tokens whose probability reaches p")
     seed: int = option(1, "random seed for sampling")
+    dtype: Literal["float32", "float16", "bfloat16"] = option("float32", "weights and activations when translating")
     batch_tokens: int = option(6000, "source-token budget per translation batch")
     buffer_size: int = option(2000, "lines read before sorting by length and translating")
 

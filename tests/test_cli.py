@@ -154,6 +154,13 @@ def test_checkpoint_averaging(trained: Path, reverse_data: Path):
                                  check=False), "keep_checkpoints")
 
 
+def test_bf16_translation(trained: Path, reverse_data: Path):
+    references = (reverse_data / "raw" / "test.tgt").read_text().splitlines()
+    result = nmtkit("translate", "-m", str(trained / "model.pt"), "--bf16", "--beam", "2", "--input",
+                    str(reverse_data / "raw" / "test.src"))
+    assert exact_match(result.stdout.decode().splitlines(), references) >= 0.8
+
+
 def test_translate_into_closed_pipe(trained: Path, reverse_data: Path):
     source = str(reverse_data / "raw" / "test.src")
     command = f"{sys.executable} -m nmtkit translate -m {trained / 'model.pt'} --buffer-size 10 -i {source} | head -1"
