@@ -1,0 +1,65 @@
+"""Batched, length-sorted, chunked translation returns exactly what line-by-line translation returns."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from nmtkit.checkpoint import LoadedModel
+from nmtkit.config import DataConfig, DecodeConfig, build_config
+from nmtkit.data.subword import train_subword
+from nmtkit.registry import build_model
+from nmtkit.translate import Translator, format_hypotheses, length_batches, translate_stream
+
+WORDS = "uno dos tres cuatro cinco seis siete ocho nueve diez".split()
+
+
+@pytest.fixture(scope="module")
+def loaded() -> LoadedModel:
+    rng = random.Random(0)
+    lines = [" ".join(rng.choices(WORDS, k=rng.randint(1, 8))) for _ in range(80)]
+    subword = train_subword(lines, DataConfig(subword="word", vocab_size=20), 20)
+    config = build_config({"model": {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2,
+                                     "ffn": 32, "max_positions": 40}})
+    torch.manual_seed(0)
+    model = build_model(config.model, subword.vocab_size, subword.vocab_size, True).eval()
+    return LoadedModel(config, model, subword, subword)
+
+
+def shuffled_lines(count: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choices(WORDS, k=rng.randint(0, 12))) for _ in range(count)]
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_batched_translation_equals_line_by_line(loaded: LoadedModel, beam: int):
+    lines = shuffled_lines(40, seed=beam)
+    decode = DecodeConfig(beam=beam, batch_tokens=30, buffer_size=7, max_len_b=5)
+    translator = Translator(loaded, decode, torch.device("cpu"))
+    one_by_one = [translator.translate([line])[0] for line in lines]
+    assert translator.translate(lines) == one_by_one
+    streamed = "".join(translate_stream(translator, [line + "\n" for line in lines]))
+    assert streamed.split("\n")[:-1] == one_by_one
+    assert all(out == "" for line, out in zip(lines, one_by_one) if not line.strip())
+
+
+def test_overlong_lines_are_truncated_with_a_warning(loaded: LoadedModel, caplog):
+    translator = Translator(loaded, DecodeConfig(beam=1, max_len_b=3), torch.device("cpu"))
+    assert len(translator.translate(["uno " * 100, "dos"])) == 2
+    assert "line 1: 100 subwords, truncated to 39" in caplog.text
+
+
+def test_length_batches_cover_every_index_within_budget():
+    lengths = [5, 1, 9, 3, 3, 7, 2, 8]
+    batches = length_batches(lengths, max_tokens=12)
+    assert sorted(index for batch in batches for index in batch) == list(range(8))
+    assert all(len(batch) == 1 or len(batch) * (max(lengths[i] for i in batch) + 1) <= 12 for batch in batches)
+
+
+def test_format_hypotheses():
+    hyps = [("a b", -0.5), ("a c", -1.25)]
+    assert format_hypotheses(hyps, 3, nbest=1, scores=False) == "a b\n"
+    assert format_hypotheses(hyps, 3, nbest=1, scores=True) == "a b ||| -0.5000\n"
+    assert format_hypotheses(hyps, 3, nbest=2, scores=False) == "3 ||| a b ||| -0.5000\n3 ||| a c ||| -1.2500\n"
