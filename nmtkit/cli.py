@@ -149,10 +149,9 @@ def train(
 
     raw = load_yaml(out / "config.yaml") if resume and config is None and (out / "config.yaml").exists() else {}
     raw = load_yaml(config) if config else raw
-    if model:
-        raw.setdefault("model", {})
-        if raw["model"].get("name", model) != model:
-            raw["model"] = {}
+    if model:  # a model section written for another model does not apply to this one
+        section = raw.get("model")
+        raw["model"] = section if isinstance(section, dict) and section.get("name", model) == model else {}
         raw["model"]["name"] = model
     flags = {"max_steps": max_steps, "max_time": parse_duration(max_time) if max_time else None,
              "device": device, "threads": threads, "seed": seed}
