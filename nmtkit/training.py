@@ -10,7 +10,7 @@ import logging
 import math
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import sacrebleu
@@ -71,7 +71,6 @@ class Progress:
     bad_validations: int = 0
     tgt_tokens: int = 0
     train_seconds: float = 0.0
-    history: list = field(default_factory=list)
 
 
 class Trainer:
@@ -206,7 +205,6 @@ class Trainer:
         return False
 
     def write_metrics(self, record: dict) -> None:
-        self.progress.history.append(record)
         with open(self.out_dir / "metrics.jsonl", "a", encoding="utf-8") as stream:
             stream.write(json.dumps(record) + "\n")
 
