@@ -5,6 +5,7 @@ atomically, exact resume, time/step/epoch budgets and early stopping.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -116,7 +117,8 @@ class Trainer:
         state = payload["train_state"]
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
-        self.progress = Progress(**state["progress"])
+        known = {field.name for field in dataclasses.fields(Progress)}
+        self.progress = Progress(**{key: value for key, value in state["progress"].items() if key in known})
         torch.set_rng_state(state["torch_rng"])
         if "cuda_rng" in state and self.device.type == "cuda":
             torch.cuda.set_rng_state(state["cuda_rng"], self.device)
