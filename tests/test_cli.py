@@ -114,10 +114,12 @@ def test_nbest_and_scores_output(trained: Path):
     for sentence in (rows[0:3], rows[4:7]):
         scores = [float(row[2]) for row in sentence]
         assert scores == sorted(scores, reverse=True) and len({row[1] for row in sentence}) == 3
-    scored = nmtkit("translate", "-m", model, "--scores", "--length-penalty", "gnmt", "--alpha", "0.6",
-                    stdin=b"a b c\nd e\n").stdout.decode().splitlines()
-    assert [line.split(" ||| ")[0] for line in scored] == ["c b a", "e d"]
+    scored = nmtkit("translate", "-m", model, "--scores", stdin=b"a b c\nd e f\n").stdout.decode().splitlines()
+    assert [line.split(" ||| ")[0] for line in scored] == ["c b a", "f e d"]
     assert all(float(line.split(" ||| ")[1]) <= 0 for line in scored)
+    gnmt = nmtkit("translate", "-m", model, "--scores", "--length-penalty", "gnmt", "--alpha", "0.6",
+                  stdin=b"a b c\nd e f\n").stdout.decode().splitlines()
+    assert len(gnmt) == 2 and all(len(line.split(" ||| ")) == 2 for line in gnmt)
     assert_one_line_error(nmtkit("translate", "-m", model, "--beam", "2", "--nbest", "3", stdin=b"a\n", check=False),
                           "--nbest 3")
 
