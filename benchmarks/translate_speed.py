@@ -1,0 +1,285 @@
+"""Translation speed of nmtkit and of OpenNMT-py 3.5.1 on the same trained model and the same input, in one run.
+
+The nmtkit checkpoint is converted once into an OpenNMT-py checkpoint (benchmarks/onmt_convert.py: same weights,
+same vocabulary, same architecture), so both tools compute the same model: greedy outputs agree up to float
+rounding, and the work per output token is the same. Each tool translates --input on the CPU with --threads
+threads (nmtkit `--threads`; OpenNMT-py has no thread flag and takes OMP_NUM_THREADS, set for both), twice:
+- beam search, beam --beam, each tool's own length normalisation (nmtkit `average`: log P / |Y|; OpenNMT-py
+  `avg`: log P / (|Y| + 1), |Y| counting EOS; nmtkit's `sockeye` with alpha 1 and beta 1 ranks like the latter)
+  and its own beam search: nmtkit ranks 2K candidates, keeps K live beams and stops with K finished hypotheses;
+  OpenNMT-py ranks K, lets finished beams drop out and stops when its best beam ends. Beam outputs and output
+  lengths therefore differ a little (the table shows how many lines are identical), and so does the work.
+- greedy search (nmtkit `--greedy`, OpenNMT-py `-beam_size 1`; its `-random_sampling_topk 1` gives the same
+  outputs through its GreedySearch class).
+Both use their default batching: nmtkit (the checkpoint's decode settings) sorts 2000 lines at a time by length
+and cuts batches of 6000 source tokens; OpenNMT-py sorts up to 16384 lines by length and cuts batches of 30
+sentences. Both use their default output length limit: nmtkit 1.5 * source length + 10 per sentence, OpenNMT-py
+1.25 * longest source of the batch + 5 (at most 250); only outputs that run into a limit are affected.
+
+OpenNMT-py reads the SentencePiece pieces nmtkit would feed its model, written as tokens with the `</s>` nmtkit
+appends, and its output tokens are decoded with the same SentencePiece model. This conversion is done outside
+the timed commands; nmtkit's times include its SentencePiece encoding and decoding (a negligible share).
+Empty input lines are left out (nmtkit does not translate them; OpenNMT-py would translate a lone `</s>`).
+
+- wall: the whole command (interpreter start, imports, model load, translation, output).
+- translate: wall minus the wall time of the same command on the first input line alone (start, load, one line).
+- tokens: whitespace-separated words of the detokenised outputs. BLEU (sacrebleu) against --ref shows that the
+  outputs agree in quality as well.
+
+Usage: python benchmarks/translate_speed.py [--model runs/bible-es-en/transformer/model.pt]
+       [--input data/bible/raw/test.es] [--ref data/bible/raw/test.en] [--threads 2] [--beam 5] [--skip-onmt]
+(build the OpenNMT-py environment first with benchmarks/setup_onmt.sh).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import sacrebleu
+import torch
+from onmt_convert import convert, nmtkit_to_onmt_tokens, source_line
+
+from nmtkit.checkpoint import load_checkpoint
+from nmtkit.config import build_config
+from nmtkit.data.corpus import normalize
+from nmtkit.data.subword import Subword
+
+log = logging.getLogger("translate_speed")
+
+NMTKIT, ONMT = "nmtkit", "OpenNMT-py 3.5.1"
+ONMT_OWN_TIME = re.compile(r"Total translation time \(s\): ([\d.]+)")
+
+
+@dataclass
+class Inputs:
+    """The same sentences for both tools, and what turns OpenNMT-py's output tokens back into text."""
+
+    text: Path  # nmtkit input: the non-empty input lines, whitespace-normalised
+    pieces: Path  # OpenNMT-py input: the same lines as SentencePiece tokens + </s>
+    refs: list[str] | None
+    tgt_subword: Subword
+    tgt_ids: dict[str, int]  # OpenNMT-py target token -> nmtkit id
+
+
+@dataclass
+class Run:
+    """One tool's translation of the input with one search."""
+
+    tool: str
+    search: str
+    wall: float
+    startup: float
+    outputs: list[str]
+    own_seconds: float | None = None  # OpenNMT-py's -report_time figure (model load excluded)
+
+    @property
+    def tokens(self) -> int:
+        return sum(len(line.split()) for line in self.outputs)
+
+    @property
+    def translate(self) -> float:
+        """Wall seconds without startup; not positive when the input is too short to measure it."""
+        return self.wall - self.startup
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, default=Path("runs/bible-es-en/transformer/model.pt"),
+                        help="nmtkit Transformer checkpoint")
+    parser.add_argument("--input", type=Path, default=Path("data/bible/raw/test.es"), help="source text")
+    parser.add_argument("--ref", type=Path, default=Path("data/bible/raw/test.en"),
+                        help="reference translations for BLEU (skipped if the file does not exist)")
+    parser.add_argument("--threads", type=int, default=2, help="CPU threads for both tools")
+    parser.add_argument("--beam", type=int, default=5, help="beam size of the beam-search runs")
+    parser.add_argument("--onmt-venv", type=Path, default=Path("/work/onmt-venv"), help="OpenNMT-py 3.5.1 venv")
+    parser.add_argument("--skip-onmt", action="store_true", help="time nmtkit only")
+    return parser.parse_args()
+
+
+def thread_env(threads: int) -> dict:
+    # OpenNMT-py 3.5.1 calls torch.load without weights_only; torch >= 2.6 then refuses the checkpoint's Namespace
+    return {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+            "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
+
+
+def tail(path: Path, lines: int = 8) -> str:
+    return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+
+
+def read_refs(path: Path, kept: list[int], total: int) -> list[str] | None:
+    if not path.is_file():
+        log.warning("no reference file %s: BLEU is skipped", path)
+        return None
+    refs = path.read_text(encoding="utf-8").splitlines()
+    if len(refs) != total:
+        raise SystemExit(f"{path} has {len(refs)} lines, the input {total}")
+    return [refs[index] for index in kept]
+
+
+def prepare_inputs(args: argparse.Namespace, payload: dict, workdir: Path) -> Inputs:
+    """Write the non-empty input lines for nmtkit, and for OpenNMT-py the pieces nmtkit feeds its model: the
+    SentencePiece ids cut to max_positions - 1 as nmtkit cuts them, then the EOS it appends."""
+    lines = args.input.read_text(encoding="utf-8").splitlines()
+    kept = [index for index, line in enumerate(lines) if normalize(line)]
+    texts = [normalize(lines[index]) for index in kept]
+    src_subword = Subword(payload["subword"]["src"])
+    tgt_subword = src_subword if payload["subword"]["joint"] else Subword(payload["subword"]["tgt"])
+    limit = build_config(payload["config"]).model.max_positions - 1
+    src_tokens = nmtkit_to_onmt_tokens(src_subword)
+    pieces = [source_line(ids[:limit], src_tokens) for ids in src_subword.encode(texts)]
+    text_path, pieces_path = workdir / "input.txt", workdir / "input.onmt"
+    text_path.write_text("".join(line + "\n" for line in texts), encoding="utf-8")
+    pieces_path.write_text("".join(line + "\n" for line in pieces), encoding="utf-8")
+    tgt_ids = {token: index for index, token in nmtkit_to_onmt_tokens(tgt_subword).items()}
+    return Inputs(text_path, pieces_path, read_refs(args.ref, kept, len(lines)), tgt_subword, tgt_ids)
+
+
+def first_line(path: Path) -> Path:
+    """A copy of `path` holding its first line only, for the startup run."""
+    short = path.with_name(f"first-{path.name}")
+    short.write_text(path.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
+    return short
+
+
+def run_timed(command: list[str], env: dict, stdout_path: Path, log_path: Path) -> float:
+    """Run `command` (stdout and stderr into files); returns its wall seconds."""
+    log.info("running %s", " ".join(command))
+    started = time.monotonic()
+    with open(stdout_path, "w", encoding="utf-8") as out, open(log_path, "w", encoding="utf-8") as err:
+        code = subprocess.run(command, env=env, stdout=out, stderr=err).returncode
+    seconds = time.monotonic() - started
+    if code != 0:
+        raise SystemExit(f"{command[0]} failed with exit code {code}:\n{tail(log_path)}")
+    return seconds
+
+
+# ---------------------------------------------------------------- nmtkit
+def nmtkit_command(args: argparse.Namespace, source: Path, search: str) -> list[str]:
+    mode = ["--greedy"] if search == "greedy" else ["--beam", str(args.beam), "--length-penalty", "average"]
+    return [sys.executable, "-m", "nmtkit", "-q", "translate", "--model", str(args.model), "--input", str(source),
+            "--threads", str(args.threads), "--device", "cpu"] + mode
+
+
+def time_nmtkit(args: argparse.Namespace, inputs: Inputs, search: str, workdir: Path) -> Run:
+    name = search.replace(" ", "")
+    env, out, err = thread_env(args.threads), workdir / f"nmtkit-{name}.out", workdir / f"nmtkit-{name}.log"
+    startup = run_timed(nmtkit_command(args, first_line(inputs.text), search), env, out, err)
+    wall = run_timed(nmtkit_command(args, inputs.text, search), env, out, err)
+    return Run(NMTKIT, search, wall, startup, out.read_text(encoding="utf-8").splitlines())
+
+
+# ---------------------------------------------------------------- OpenNMT-py
+def onmt_command(args: argparse.Namespace, model: Path, source: Path, output: Path, search: str) -> list[str]:
+    beam = ["-beam_size", "1"] if search == "greedy" else ["-beam_size", str(args.beam), "-length_penalty", "avg"]
+    return [str(args.onmt_venv / "bin" / "onmt_translate"), "-model", str(model), "-src", str(source),
+            "-output", str(output), "-report_time"] + beam
+
+
+def decode_onmt(path: Path, inputs: Inputs) -> list[str]:
+    """OpenNMT-py's output tokens -> nmtkit ids -> text, with the target SentencePiece model."""
+    ids = [[inputs.tgt_ids[token] for token in line.split()] for line in path.read_text(encoding="utf-8").splitlines()]
+    return inputs.tgt_subword.decode(ids)
+
+
+def time_onmt(args: argparse.Namespace, model: Path, inputs: Inputs, search: str, workdir: Path) -> Run:
+    name = search.replace(" ", "")
+    env, output = thread_env(args.threads), workdir / f"onmt-{name}.out"
+    stdout, err = workdir / f"onmt-{name}.stdout", workdir / f"onmt-{name}.log"
+    startup = run_timed(onmt_command(args, model, first_line(inputs.pieces), output, search), env, stdout, err)
+    wall = run_timed(onmt_command(args, model, inputs.pieces, output, search), env, stdout, err)
+    own = ONMT_OWN_TIME.search(err.read_text(encoding="utf-8") + stdout.read_text(encoding="utf-8"))
+    return Run(ONMT, search, wall, startup, decode_onmt(output, inputs), float(own.group(1)) if own else None)
+
+
+# ---------------------------------------------------------------- report
+def bleu(run: Run, refs: list[str] | None) -> str:
+    return f"{sacrebleu.corpus_bleu(run.outputs, [refs]).score:.2f}" if refs else "—"
+
+
+def rate(count: int, seconds: float, digits: int = 1) -> str:
+    return f"{count / seconds:,.{digits}f}" if seconds > 0 else "—"
+
+
+def ratio(nmtkit_count: int, nmtkit_seconds: float, onmt_count: int, onmt_seconds: float) -> str:
+    """nmtkit's throughput over OpenNMT-py's."""
+    if min(nmtkit_seconds, onmt_seconds, onmt_count) <= 0:
+        return "—"
+    return f"{(nmtkit_count / nmtkit_seconds) / (onmt_count / onmt_seconds):.2f}"
+
+
+def format_run(run: Run, refs: list[str] | None) -> str:
+    sentences = len(run.outputs)
+    return (f"| {run.search} | {run.tool} | {sentences} | {run.tokens:,} | {run.wall:.1f} | {run.startup:.1f} | "
+            f"{rate(sentences, run.wall)} | {rate(run.tokens, run.wall, 0)} | {rate(sentences, run.translate)} | "
+            f"{rate(run.tokens, run.translate, 0)} | {bleu(run, refs)} |")
+
+
+def format_ratio(nmtkit: Run, onmt: Run) -> str:
+    """nmtkit / OpenNMT-py throughput, and the share of identical output lines."""
+    same = sum(left == right for left, right in zip(nmtkit.outputs, onmt.outputs)) / max(len(nmtkit.outputs), 1)
+    sentences = len(nmtkit.outputs), len(onmt.outputs)
+    return (f"| {nmtkit.search} | {ratio(sentences[0], nmtkit.wall, sentences[1], onmt.wall)} | "
+            f"{ratio(nmtkit.tokens, nmtkit.wall, onmt.tokens, onmt.wall)} | "
+            f"{ratio(sentences[0], nmtkit.translate, sentences[1], onmt.translate)} | "
+            f"{ratio(nmtkit.tokens, nmtkit.translate, onmt.tokens, onmt.translate)} | {100 * same:.1f}% |")
+
+
+def print_report(runs: list[Run], refs: list[str] | None, args: argparse.Namespace) -> None:
+    print(f"CPU, {args.threads} threads, beam {args.beam}; each tool's default batching and length limits.\n")
+    print("| search | tool | sentences | tokens | wall s | startup s | sent/s (wall) | tok/s (wall) "
+          "| sent/s (translate) | tok/s (translate) | BLEU |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for run in runs:
+        print(format_run(run, refs))
+    pairs = {(run.search, run.tool): run for run in runs}
+    searches = [run.search for run in runs if run.tool == NMTKIT and (run.search, ONMT) in pairs]
+    if searches:
+        print("\n| search | nmtkit/OpenNMT-py sent/s (wall) | tok/s (wall) | sent/s (translate) "
+              "| tok/s (translate) | identical output lines |")
+        print("|---|---|---|---|---|---|")
+        for search in searches:
+            print(format_ratio(pairs[search, NMTKIT], pairs[search, ONMT]))
+        own = ", ".join(f"{run.search} {run.own_seconds:.1f} s" for run in runs if run.own_seconds is not None)
+        print(f"\nOpenNMT-py's own -report_time (model load excluded): {own}.")
+    print("\nstartup s: the same command on the first line alone; translate = wall - startup. "
+          "tokens: whitespace words of the detokenised output.")
+
+
+def time_all(args: argparse.Namespace, payload: dict, workdir: Path) -> tuple[list[Run], list[str] | None]:
+    inputs = prepare_inputs(args, payload, workdir)
+    onmt_model = None
+    if args.skip_onmt:
+        print("OpenNMT-py skipped (--skip-onmt).")
+    elif not (args.onmt_venv / "bin" / "onmt_translate").exists():
+        print(f"OpenNMT-py venv {args.onmt_venv} not found; build it with: bash benchmarks/setup_onmt.sh")
+    else:
+        onmt_model = workdir / "onmt.pt"
+        torch.save(convert(payload), onmt_model)
+    runs = []
+    for search in (f"beam {args.beam}", "greedy"):
+        if onmt_model is not None:
+            runs.append(time_onmt(args, onmt_model, inputs, search, workdir))
+        runs.append(time_nmtkit(args, inputs, search, workdir))
+    return runs, inputs.refs
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    args = parse_args()
+    payload = load_checkpoint(args.model)
+    with tempfile.TemporaryDirectory(prefix="translate_speed-") as tmp:
+        runs, refs = time_all(args, payload, Path(tmp))
+    print_report(runs, refs, args)
+
+
+if __name__ == "__main__":
+    main()
