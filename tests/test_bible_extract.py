@@ -4,24 +4,11 @@ The markup samples are trimmed copies of real verses of the Debian modules
 spaRV1909eb (RV1909), engKJV2006eb (KJV) and engWEB2015eb (WEB).
 """
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
+from scripts import load_script
 
-SCRIPT = Path(__file__).resolve().parents[1] / "recipes" / "bible" / "extract.py"
-
-
-def _load_script():
-    spec = importlib.util.spec_from_file_location("bible_extract", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-extract = _load_script()
+extract = load_script("recipes/bible/extract.py", "bible_extract")
 strip = extract.strip_markup
 
 

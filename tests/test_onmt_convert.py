@@ -4,14 +4,12 @@ That onmt_translate loads a converted checkpoint and gives nmtkit's greedy outpu
 OpenNMT-py 3.5.1 (see the script's docstring); ONMT_NAMES below is the state dict of its one-layer model.
 """
 
-import importlib.util
 import random
 import re
-import sys
-from pathlib import Path
 
 import pytest
 import torch
+from scripts import load_script
 
 from nmtkit.checkpoint import make_payload
 from nmtkit.config import DataConfig, build_config
@@ -19,18 +17,7 @@ from nmtkit.data.subword import BOS, EOS, PAD, UNK, train_subword
 from nmtkit.modules.embeddings import sinusoidal_table
 from nmtkit.registry import build_model
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "onmt_convert.py"
-
-
-def _load_script():
-    spec = importlib.util.spec_from_file_location("onmt_convert", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-onmt_convert = _load_script()
+onmt_convert = load_script("benchmarks/onmt_convert.py", "onmt_convert")
 
 WORDS = "the a cat dog sees eats runs big small red fish bird tree house".split()
 ONE_LAYER = {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32, "max_positions": 64}
