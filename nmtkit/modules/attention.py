@@ -74,3 +74,182 @@ class MultiHeadAttention(nn.Module):
     def _merge(self, context: Tensor) -> Tensor:
         batch, _, length, _ = context.shape  # (B, H, T, dh) -> (B, T, D)
         return self.out(context.transpose(1, 2).reshape(batch, length, -1))
+
+
+# --- Score functions for RNN attention: (B, T, Dq) queries against (B, S, Dk) keys -> scores (B, T, S). ---
+# Each score is a Module with `prepare(keys)` (the query-independent part, computed once per sentence and kept in
+# Memory) and `forward(query, prepared)`.
+
+
+def dot_score(query: Tensor, keys: Tensor) -> Tensor:
+    """s^T h (Luong et al. 2015, Eq. 8 "dot")."""
+    return query @ keys.transpose(1, 2)  # (B, T, S)
+
+
+def cosine_score(query: Tensor, keys: Tensor, sharpness: Tensor) -> Tensor:
+    """beta * cos(s, h): content-based addressing (Graves et al. 2014, Eq. 5-6)."""
+    query, keys = F.normalize(query, dim=-1, eps=1e-8), F.normalize(keys, dim=-1, eps=1e-8)
+    return sharpness * dot_score(query, keys)
+
+
+def additive_score(query_part: Tensor, key_part: Tensor, vector: Tensor) -> Tensor:
+    """v^T tanh(W_2 s + W_1 h) from the projected parts (Bahdanau et al. 2015, Appendix A.1.2)."""
+    hidden = torch.tanh(query_part.unsqueeze(2) + key_part.unsqueeze(1))  # (B, T, S, A)
+    return hidden @ vector  # (B, T, S)
+
+
+class DotScore(nn.Module):
+    def __init__(self, query_dim: int, key_dim: int, scaled: bool = False):
+        super().__init__()
+        if query_dim != key_dim:
+            raise ValueError(f"dot attention needs equal query and key sizes, got {query_dim} and {key_dim}")
+        self.scale = key_dim**-0.5 if scaled else 1.0
+
+    def prepare(self, keys: Tensor) -> Tensor:
+        return keys * self.scale
+
+    def forward(self, query: Tensor, prepared: Tensor) -> Tensor:
+        return dot_score(query, prepared)
+
+
+class GeneralScore(nn.Module):
+    """s^T W h, the bilinear score (Luong et al. 2015, Eq. 8 "general")."""
+
+    def __init__(self, query_dim: int, key_dim: int):
+        super().__init__()
+        self.weight = nn.Linear(key_dim, query_dim, bias=False)
+
+    def prepare(self, keys: Tensor) -> Tensor:
+        return self.weight(keys)  # (B, S, Dq)
+
+    def forward(self, query: Tensor, prepared: Tensor) -> Tensor:
+        return dot_score(query, prepared)
+
+
+class AdditiveScore(nn.Module):
+    """v^T tanh(W_1 h + W_2 s): Bahdanau's alignment model, Luong's "concat", the "MLP" score."""
+
+    def __init__(self, query_dim: int, key_dim: int, hidden: int | None = None):
+        super().__init__()
+        hidden = hidden or query_dim
+        self.key_proj = nn.Linear(key_dim, hidden, bias=False)
+        self.query_proj = nn.Linear(query_dim, hidden)
+        self.vector = nn.Parameter(torch.empty(hidden).uniform_(-hidden**-0.5, hidden**-0.5))
+
+    def prepare(self, keys: Tensor) -> Tensor:
+        return self.key_proj(keys)  # (B, S, A)
+
+    def forward(self, query: Tensor, prepared: Tensor) -> Tensor:
+        return additive_score(self.query_proj(query), prepared, self.vector)
+
+
+class CosineScore(nn.Module):
+    """Cosine similarity sharpened by beta: learned (positive, starting at sqrt(d)) unless a value is given."""
+
+    def __init__(self, query_dim: int, key_dim: int, sharpness: float | None = None):
+        super().__init__()
+        if query_dim != key_dim:
+            raise ValueError(f"cosine attention needs equal query and key sizes, got {query_dim} and {key_dim}")
+        start = math.log(sharpness if sharpness else math.sqrt(key_dim))
+        self.log_sharpness = nn.Parameter(torch.tensor(start), requires_grad=not sharpness)
+
+    def prepare(self, keys: Tensor) -> Tensor:
+        return keys
+
+    def forward(self, query: Tensor, prepared: Tensor) -> Tensor:
+        return cosine_score(query, prepared, self.log_sharpness.exp())
+
+
+class LocationScore(nn.Module):
+    """softmax(W_a s) over source positions: the score ignores the keys (Luong et al. 2015, Eq. 9)."""
+
+    def __init__(self, query_dim: int, max_positions: int):
+        super().__init__()
+        self.weight = nn.Linear(query_dim, max_positions)
+
+    def prepare(self, keys: Tensor) -> Tensor:
+        if keys.size(1) > self.weight.out_features:
+            raise ValueError(f"source of length {keys.size(1)} exceeds max_positions {self.weight.out_features}")
+        return keys.new_zeros(keys.shape[:2])  # (B, S): only the length is used
+
+    def forward(self, query: Tensor, prepared: Tensor) -> Tensor:
+        return self.weight(query)[..., : prepared.size(1)]  # (B, T, S)
+
+
+SCORES = ("dot", "scaled_dot", "general", "bilinear", "additive", "mlp", "concat", "cosine", "location")
+
+
+def build_score(name: str, query_dim: int, key_dim: int, hidden: int | None = None, max_positions: int = 1024,
+                sharpness: float | None = None) -> nn.Module:
+    """The score Module registered under `name` (see SCORES); aliases share one implementation."""
+    if name in ("dot", "scaled_dot"):
+        return DotScore(query_dim, key_dim, scaled=name == "scaled_dot")
+    if name in ("general", "bilinear"):
+        return GeneralScore(query_dim, key_dim)
+    if name in ("additive", "mlp", "concat"):
+        return AdditiveScore(query_dim, key_dim, hidden)
+    if name == "cosine":
+        return CosineScore(query_dim, key_dim, sharpness)
+    if name == "location":
+        return LocationScore(query_dim, max_positions)
+    raise ValueError(f"unknown attention score {name!r}; choose one of: {', '.join(SCORES)}")
+
+
+def window_mask(centers: Tensor, length: int, width: int) -> Tensor:
+    """Positions j with |j - p_t| <= D for centers p (B, T) -> (B, T, S) boolean (Luong et al. 2015, Section 3.2)."""
+    positions = torch.arange(length, device=centers.device, dtype=centers.dtype)
+    return (positions - centers.unsqueeze(-1)).abs() <= width
+
+
+def gaussian_weights(centers: Tensor, length: int, sigma: float) -> Tensor:
+    """exp(-(j - p_t)^2 / (2 sigma^2)) (B, T, S), which favours positions near p_t (Luong et al. 2015, Eq. 10)."""
+    positions = torch.arange(length, device=centers.device, dtype=centers.dtype)
+    return torch.exp(-((positions - centers.unsqueeze(-1)) ** 2) / (2 * sigma**2))
+
+
+class Attention(nn.Module):
+    """Global or local attention with any score (Luong et al. 2015, Section 3.1-3.2).
+
+    global: softmax over all real source positions. local-m: window [t - D, t + D] around the target position
+    t (clamped to the source length). local-p: window around p_t = S * sigmoid(v_p^T tanh(W_p h_t)) with the
+    softmax weights multiplied by a Gaussian of sigma = D/2 (Eq. 9-10); S is each sentence's real length.
+    """
+
+    def __init__(self, score: str, query_dim: int, key_dim: int, window: str = "global", width: int = 10,
+                 hidden: int | None = None, max_positions: int = 1024, sharpness: float | None = None):
+        super().__init__()
+        if window not in ("global", "local-m", "local-p"):
+            raise ValueError(f"unknown attention window {window!r}; choose global, local-m or local-p")
+        if window != "global" and width < 1:
+            raise ValueError(f"local attention needs a window half-width D >= 1, got {width}")
+        self.score = build_score(score, query_dim, key_dim, hidden, max_positions, sharpness)
+        self.window, self.width = window, width
+        if window == "local-p":
+            self.position_proj = nn.Linear(query_dim, query_dim)
+            self.position_vector = nn.Linear(query_dim, 1, bias=False)
+
+    def prepare(self, keys: Tensor) -> Tensor:
+        return self.score.prepare(keys)
+
+    def centers(self, query: Tensor, src_mask: Tensor, positions: Tensor | None) -> Tensor:
+        """The window centres p_t (B, T) of local attention."""
+        lengths = src_mask.sum(-1, keepdim=True).to(query.dtype)  # (B, 1)
+        if self.window == "local-m":
+            return torch.minimum(positions.to(query.dtype), lengths - 1)
+        gate = self.position_vector(torch.tanh(self.position_proj(query))).squeeze(-1)  # (B, T)
+        return lengths * torch.sigmoid(gate)
+
+    def forward(self, query: Tensor, values: Tensor, prepared: Tensor, src_mask: Tensor,
+                positions: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """query (B, T, Dq), values (B, S, Dv), src_mask (B, S); positions (B, T) target indices (local-m).
+        Returns the context (B, T, Dv) and the attention weights (B, T, S)."""
+        scores = self.score(query, prepared)  # (B, T, S)
+        mask = src_mask.unsqueeze(1)  # (B, 1, S)
+        if self.window == "global":
+            weights = masked_softmax(scores, mask)
+        else:
+            centers = self.centers(query, src_mask, positions)
+            weights = masked_softmax(scores, mask & window_mask(centers, scores.size(-1), self.width))
+            if self.window == "local-p":
+                weights = weights * gaussian_weights(centers, scores.size(-1), self.width / 2)
+        return weights @ values, weights
