@@ -1,4 +1,5 @@
-"""Tests for nmtkit/modules/attention.py: masked softmax, scaled dot-product attention, multi-head attention."""
+"""Tests for nmtkit/modules/attention.py: masked softmax, scaled dot-product attention, multi-head attention,
+the RNN attention scores and global/local attention."""
 
 from __future__ import annotations
 
@@ -6,8 +7,16 @@ import math
 
 import pytest
 import torch
+from torch import nn
 
-from nmtkit.modules.attention import MultiHeadAttention, masked_softmax, scaled_dot_product
+from nmtkit.modules.attention import (
+    SCORES,
+    Attention,
+    MultiHeadAttention,
+    build_score,
+    masked_softmax,
+    scaled_dot_product,
+)
 
 
 def test_masked_softmax_zeros_masked_positions_and_rows_sum_to_one():
@@ -113,3 +122,86 @@ def test_causal_queries_for_the_last_positions_see_all_earlier_keys(attention, n
 def test_heads_must_divide_d_model():
     with pytest.raises(ValueError, match="divisible"):
         MultiHeadAttention(10, 4)
+
+
+# --- score functions of the RNN attention: hand-computed values, shapes, masking ---
+
+QUERY = torch.tensor([[[1.0, 2.0]]])  # (B=1, T=1, 2)
+KEYS = torch.tensor([[[3.0, -1.0], [0.5, 0.5], [2.0, 2.0]]])  # (1, S=3, 2)
+
+
+def score_of(score: nn.Module, query=QUERY, keys=KEYS):
+    return score(query, score.prepare(keys))
+
+
+def test_dot_and_scaled_dot_scores_by_hand():
+    assert score_of(build_score("dot", 2, 2)).tolist() == [[[1.0, 1.5, 6.0]]]
+    scaled = score_of(build_score("scaled_dot", 2, 2))
+    torch.testing.assert_close(scaled, torch.tensor([[[1.0, 1.5, 6.0]]]) / math.sqrt(2))
+
+
+def test_general_score_is_bilinear():
+    score = build_score("general", 2, 2)
+    with torch.no_grad():
+        score.weight.weight.copy_(torch.tensor([[1.0, 0.0], [2.0, -1.0]]))  # W: s^T W h
+    weight = score.weight.weight
+    expected = torch.stack([QUERY[0, 0] @ weight @ key for key in KEYS[0]])
+    torch.testing.assert_close(score_of(score)[0, 0], expected)
+    assert build_score("bilinear", 3, 2)(torch.zeros(1, 1, 3), torch.zeros(1, 4, 3)).shape == (1, 1, 4)
+
+
+@pytest.mark.parametrize("name", ["additive", "mlp", "concat"])
+def test_additive_score_by_hand(name):
+    score = build_score(name, 2, 2, hidden=3)
+    with torch.no_grad():
+        for parameter in (score.key_proj.weight, score.query_proj.weight, score.query_proj.bias, score.vector):
+            parameter.copy_(torch.linspace(-1, 1, parameter.numel()).view_as(parameter))
+    w1, w2, b2, v = score.key_proj.weight, score.query_proj.weight, score.query_proj.bias, score.vector
+    expected = torch.stack([v @ torch.tanh(w1 @ key + w2 @ QUERY[0, 0] + b2) for key in KEYS[0]])
+    torch.testing.assert_close(score_of(score)[0, 0], expected)
+
+
+def test_cosine_score_given_and_learned_sharpness():
+    given = build_score("cosine", 2, 2, sharpness=3.0)
+    cosines = torch.stack([QUERY[0, 0] @ key / (QUERY[0, 0].norm() * key.norm()) for key in KEYS[0]])
+    torch.testing.assert_close(score_of(given)[0, 0], 3.0 * cosines)
+    assert not given.log_sharpness.requires_grad
+    learned = build_score("cosine", 2, 2)
+    score_of(learned).sum().backward()
+    assert learned.log_sharpness.grad is not None
+    torch.testing.assert_close(score_of(learned)[0, 0], math.sqrt(2) * cosines)
+
+
+def test_location_score_ignores_keys_and_cuts_to_source_length():
+    score = build_score("location", 2, 2, max_positions=5)
+    first = score_of(score)
+    second = score_of(score, keys=torch.randn(1, 3, 2))
+    assert first.shape == (1, 1, 3) and torch.equal(first, second)
+    torch.testing.assert_close(first[0, 0], score.weight(QUERY[0, 0])[:3])
+    with pytest.raises(ValueError, match="max_positions"):
+        score.prepare(torch.zeros(1, 6, 2))
+
+
+def test_dot_scores_need_equal_sizes_and_unknown_names_are_errors():
+    with pytest.raises(ValueError, match="equal query and key sizes"):
+        build_score("dot", 3, 4)
+    with pytest.raises(ValueError, match="unknown attention score"):
+        build_score("nearest", 2, 2)
+
+
+@pytest.mark.parametrize("name", SCORES)
+@pytest.mark.parametrize("window", ["global", "local-m", "local-p"])
+def test_attention_never_attends_to_padding(name, window):
+    torch.manual_seed(0)
+    attention = Attention(name, 4, 4, window=window, width=2, hidden=5, max_positions=8)
+    keys = torch.randn(2, 6, 4)
+    src_mask = torch.tensor([[True] * 6, [True] * 3 + [False] * 3])
+    positions = torch.arange(5).expand(2, 5)
+    context, weights = attention(torch.randn(2, 5, 4), keys, attention.prepare(keys), src_mask, positions)
+    assert context.shape == (2, 5, 4) and weights.shape == (2, 5, 6)
+    assert torch.all(weights[1, :, 3:] == 0)
+    torch.testing.assert_close(context, weights @ keys)
+    if window != "local-p":  # local-p multiplies by a Gaussian, so its rows sum to at most 1
+        torch.testing.assert_close(weights.sum(-1), torch.ones(2, 5))
+    else:
+        assert torch.all(weights.sum(-1) <= 1 + 1e-6)

@@ -1,0 +1,168 @@
+"""Invariants every registered model must keep (parametrized over the registry, ARCHITECTURE.md):
+shapes, incremental decoding equals teacher forcing, padding invariance, batch-first state (batched beam search
+equals one sentence at a time), beam 1 equals greedy, and learning the reverse task on the CPU."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import nmtkit.models  # noqa: F401  (registers the built-in models)
+from nmtkit.data.dataset import encode_sources, pad_sequences
+from nmtkit.data.subword import BOS, EOS
+from nmtkit.registry import MODELS, build_model
+from nmtkit.search import beam_search, greedy_search, max_lengths
+
+VOCAB = 14
+NAMES = sorted(MODELS)
+
+# Field names shared by the model configs; each model keeps the ones it has.
+TINY = dict(d_model=16, embed_dim=16, hidden=16, heads=2, ffn=32, encoder_layers=2, decoder_layers=2,
+            max_positions=64, attention_hidden=16)
+
+
+def config_for(name: str, **values):
+    config_cls = MODELS[name].config_cls
+    fields = {field.name for field in dataclasses.fields(config_cls)}
+    return config_cls(**{key: value for key, value in values.items() if key in fields})
+
+
+def make_model(name: str, seed: int = 0, **values):
+    torch.manual_seed(seed)
+    config = config_for(name, **{**TINY, "dropout": 0.1, "tie_output": False, **values})
+    return build_model(config, VOCAB, VOCAB, True).eval()
+
+
+def target_inputs(targets: list[list[int]]) -> torch.Tensor:
+    return pad_sequences(targets, [BOS], [])  # (B, T) BOS + target, PAD-padded
+
+
+SOURCES = [[4, 5, 6], [7, 8, 9, 10, 11, 4], [5, 9, 11, 6, 12]]
+TARGETS = [[9, 10, 4, 13], [5, 6, 7, 8, 9, 10, 11], [12, 4]]
+
+
+def test_every_architecture_of_the_issue_is_registered():
+    assert {"seq2seq", "bahdanau", "luong", "convs2s", "transformer", "gnmt"} <= set(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_forward_shapes_and_attention(name):
+    model = make_model(name)
+    src, src_mask = encode_sources(SOURCES)  # (3, 7)
+    tgt_in = target_inputs(TARGETS)  # (3, 8)
+    logits, attention = model(src, src_mask, tgt_in, need_attention=True)
+    assert logits.shape == (3, 8, VOCAB)
+    assert torch.isfinite(logits).all()
+    if attention is not None:
+        assert attention.shape == (3, 8, 7)
+        assert torch.all(attention[0, :, 4:] == 0)  # padding gets no weight
+        assert torch.all(attention.sum(-1) <= 1 + 1e-5)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_step_reproduces_forward(name):
+    model = make_model(name)
+    src, src_mask = encode_sources(SOURCES)
+    tgt_in = target_inputs(TARGETS)
+    with torch.no_grad():
+        logits, attention = model(src, src_mask, tgt_in, need_attention=True)
+        expected = F.log_softmax(logits.float(), dim=-1)
+        memory = model.encode(src, src_mask)
+        state = model.init_state(memory)
+        for t in range(tgt_in.size(1)):
+            log_probs, state, step_attention = model.step(tgt_in[:, t], state, memory)
+            assert log_probs.dtype == torch.float32
+            torch.testing.assert_close(log_probs, expected[:, t], rtol=0, atol=1e-5)
+            if attention is not None:
+                torch.testing.assert_close(step_attention, attention[:, t], rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_padding_does_not_change_a_sentence(name):
+    model = make_model(name)
+    short_src, long_src = [4, 5, 6], [7, 8, 9, 10, 11, 4, 5]
+    short_tgt, long_tgt = [9, 10, 4], [5, 6, 7, 8, 9, 10, 11]
+    with torch.no_grad():
+        alone, _ = model(*encode_sources([short_src]), target_inputs([short_tgt]))
+        batch, _ = model(*encode_sources([long_src, short_src]), target_inputs([long_tgt, short_tgt]))
+    torch.testing.assert_close(batch[1, : len(short_tgt) + 1], alone[0], rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_dropout_is_active_in_training_only(name):
+    model = make_model(name, dropout=0.3)
+    src, src_mask = encode_sources(SOURCES)
+    tgt_in = target_inputs(TARGETS)
+    with torch.no_grad():
+        assert torch.equal(model(src, src_mask, tgt_in)[0], model(src, src_mask, tgt_in)[0])
+        model.train()
+        assert not torch.equal(model(src, src_mask, tgt_in)[0], model(src, src_mask, tgt_in)[0])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_batched_beam_search_equals_one_sentence_at_a_time(name):
+    model = make_model(name, seed=1)
+    src, src_mask = encode_sources(SOURCES)
+    max_len = max_lengths(src_mask, 1.0, 3)
+    beams = beam_search(model, src, src_mask, max_len, beam_size=3)
+    for index, sentence in enumerate(SOURCES):
+        one_src, one_mask = encode_sources([sentence])
+        [one_beams] = beam_search(model, one_src, one_mask, max_lengths(one_mask, 1.0, 3), beam_size=3)
+        assert [hyp.tokens for hyp in beams[index]] == [hyp.tokens for hyp in one_beams]
+        assert [hyp.score for hyp in beams[index]] == pytest.approx([hyp.score for hyp in one_beams], abs=1e-4)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_beam_size_one_equals_greedy(name):
+    model = make_model(name, seed=2)
+    src, src_mask = encode_sources(SOURCES)
+    max_len = max_lengths(src_mask, 1.5, 2)
+    greedy = greedy_search(model, src, src_mask, max_len)
+    beams = beam_search(model, src, src_mask, max_len, beam_size=1)
+    for index in range(len(SOURCES)):
+        assert beams[index][0].tokens == greedy[index].tokens
+        assert beams[index][0].log_prob == pytest.approx(greedy[index].log_prob, abs=1e-4)
+
+
+# --- learning: each model reverses sequences of 3-8 symbols after a few hundred updates on one CPU thread ---
+
+LEARN = dict(d_model=64, embed_dim=32, hidden=64, heads=4, ffn=128, encoder_layers=2, decoder_layers=2,
+             attention_hidden=64, dropout=0.0, max_positions=64)
+LEARN_STEPS = {"seq2seq": 900}  # no attention: the whole source passes through one state vector
+
+
+def reverse_batch(rng: random.Random, size: int) -> tuple[list[list[int]], list[list[int]]]:
+    sources = [[rng.randrange(4, VOCAB) for _ in range(rng.randint(3, 8))] for _ in range(size)]
+    return sources, [source[::-1] for source in sources]
+
+
+def train_reverse(model, steps: int, rng: random.Random) -> None:
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    model.train()
+    for _ in range(steps):
+        sources, targets = reverse_batch(rng, 64)
+        src, src_mask = encode_sources(sources)
+        logits, _ = model(src, src_mask, target_inputs(targets))
+        gold = pad_sequences(targets, [], [EOS])  # (B, T) target + EOS, PAD-padded
+        loss = F.cross_entropy(logits.reshape(-1, VOCAB), gold.reshape(-1), ignore_index=0)
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+    model.eval()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_model_learns_to_reverse_sequences(name):
+    rng = random.Random(0)
+    model = make_model(name, **LEARN)
+    train_reverse(model, LEARN_STEPS.get(name, 400), rng)
+    sources, targets = reverse_batch(rng, 200)
+    src, src_mask = encode_sources(sources)
+    hypotheses = greedy_search(model, src, src_mask, max_lengths(src_mask, 1.0, 3))
+    accuracy = sum(hyp.tokens == target for hyp, target in zip(hypotheses, targets)) / len(targets)
+    assert accuracy >= 0.9, f"{name}: exact match {accuracy:.2f}"
