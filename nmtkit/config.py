@@ -57,6 +57,10 @@ class TrainConfig:
     adam_eps: float = option(1e-9, "Adam epsilon")
     weight_decay: float = option(0.0, "AdamW weight decay")
     label_smoothing: float = option(0.1, "label smoothing epsilon")
+    scheduled_sampling: float = option(
+        0.0, "probability of feeding the model's own sampled prediction instead of the reference token "
+        "(Bengio et al. 2015); 0 = teacher forcing")
+    sampling_ramp: int = option(0, "raise the scheduled-sampling probability linearly from 0 over N updates")
     clip_norm: float = option(1.0, "clip the gradient norm to this value (0 = off)")
     valid_every: int = option(1000, "validate every N updates (and at the end)")
     valid_bleu: bool = option(True, "compute greedy BLEU on the dev set at each validation")

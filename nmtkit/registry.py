@@ -49,4 +49,7 @@ def get_model(name: str) -> ModelEntry:
 
 def build_model(model_config, src_vocab: int, tgt_vocab: int, shared_vocab: bool):
     """Instantiate the registered model named by `model_config.name`."""
-    return get_model(model_config.name).cls(model_config, src_vocab, tgt_vocab, shared_vocab)
+    try:
+        return get_model(model_config.name).cls(model_config, src_vocab, tgt_vocab, shared_vocab)
+    except ValueError as error:  # a model rejects an inconsistent configuration
+        raise NmtkitError(f"model {model_config.name}: {error}") from error

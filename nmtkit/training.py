@@ -50,6 +50,25 @@ def label_smoothed_nll(logits: Tensor, target: Tensor, epsilon: float) -> tuple[
     return loss, nll
 
 
+def scheduled_sampling_log_probs(model, src: Tensor, src_mask: Tensor, tgt_in: Tensor,
+                                 probability: float) -> Tensor:
+    """Log-probs (B, T, V) of a decoder unrolled with `step`, where each input after BOS is, with `probability`,
+    a token sampled from the model's own previous distribution instead of the reference (Bengio et al. 2015,
+    Section 2.4). Works for every model through the one step interface; padding inputs stay padding."""
+    memory = model.encode(src, src_mask)
+    state = model.init_state(memory)
+    prev, outputs = tgt_in[:, 0], []
+    for t in range(tgt_in.size(1)):
+        log_probs, state, _ = model.step(prev, state, memory)  # (B, V)
+        outputs.append(log_probs)
+        if t + 1 < tgt_in.size(1):
+            gold = tgt_in[:, t + 1]
+            sampled = torch.multinomial(log_probs.detach().exp(), 1).squeeze(1)
+            use_model = (torch.rand(gold.shape, device=gold.device) < probability) & (gold != PAD)
+            prev = torch.where(use_model, sampled, gold)
+    return torch.stack(outputs, dim=1)
+
+
 def inverse_sqrt(warmup: int):
     """lr factor: linear warmup to 1 over `warmup` steps, then sqrt(warmup / step) (Vaswani et al. 2017, Eq. 3)."""
 
@@ -79,6 +98,8 @@ class Trainer:
 
     def __init__(self, config: Config, data_dir: Path, out_dir: Path, quiet: bool = False):
         self.config, self.data_dir, self.out_dir, self.quiet = config, data_dir, out_dir, quiet
+        if not 0.0 <= config.train.scheduled_sampling <= 1.0:
+            raise NmtkitError(f"train.scheduled_sampling must be a probability, got {config.train.scheduled_sampling}")
         self.device = pick_device(config.train.device)
         self.threads = set_threads(config.train.threads)
         self.bf16 = use_bf16(config.train.amp, self.device)
@@ -126,9 +147,19 @@ class Trainer:
                  self.progress.batch_in_epoch)
 
     # ---------------------------------------------------------------- one update
+    def sampling_probability(self) -> float:
+        train = self.config.train
+        ramp = min(1.0, self.progress.step / train.sampling_ramp) if train.sampling_ramp > 0 else 1.0
+        return train.scheduled_sampling * ramp
+
     def _loss(self, batch: Batch) -> tuple[Tensor, Tensor]:
+        probability = self.sampling_probability()
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-            logits, _ = self.model(batch.src, batch.src_mask, batch.tgt_in)
+            if probability > 0:  # log-probs are valid logits: log_softmax leaves them unchanged
+                logits = scheduled_sampling_log_probs(self.model, batch.src, batch.src_mask, batch.tgt_in,
+                                                      probability)
+            else:
+                logits, _ = self.model(batch.src, batch.src_mask, batch.tgt_in)
         return label_smoothed_nll(logits, batch.tgt_out, self.config.train.label_smoothing)
 
     def update(self, batches: list[Batch]) -> dict:

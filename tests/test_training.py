@@ -13,7 +13,8 @@ import torch
 from nmtkit.config import DataConfig, build_config
 from nmtkit.data.prepare import SplitFiles, prepare_data
 from nmtkit.data.subword import PAD
-from nmtkit.training import Trainer, inverse_sqrt, label_smoothed_nll
+from nmtkit.errors import NmtkitError
+from nmtkit.training import Trainer, inverse_sqrt, label_smoothed_nll, scheduled_sampling_log_probs
 
 
 @pytest.mark.parametrize("epsilon", [0.0, 0.1, 0.3])
@@ -88,3 +89,43 @@ def test_training_reduces_dev_loss_and_writes_checkpoints(data_dir: Path, tmp_pa
 def test_max_time_budget(data_dir: Path, tmp_path: Path):
     summary = Trainer(tiny_config(max_time=1e-9, valid_bleu=False), data_dir, tmp_path).run()
     assert summary["steps"] == 1  # the budget is checked before each update
+
+
+def test_scheduled_sampling_with_probability_zero_is_teacher_forcing(make_transformer, source_batch):
+    model = make_transformer()
+    _, src, src_mask = source_batch
+    tgt_in = torch.tensor([[2, 4, 9, 5, 0], [2, 7, 7, 10, 4], [2, 6, 5, 0, 0]])
+    with torch.no_grad():
+        logits, _ = model(src, src_mask, tgt_in)
+        unrolled = scheduled_sampling_log_probs(model, src, src_mask, tgt_in, 0.0)
+    torch.testing.assert_close(unrolled, torch.log_softmax(logits, -1), rtol=0, atol=1e-5)
+
+
+def test_scheduled_sampling_with_probability_one_ignores_the_reference(make_transformer, source_batch):
+    model = make_transformer()
+    _, src, src_mask = source_batch
+    tgt_in = torch.tensor([[2, 4, 9, 5, 6], [2, 7, 7, 10, 4], [2, 6, 5, 4, 8]])
+    other = torch.cat([tgt_in[:, :1], torch.randint(4, 12, (3, 4))], dim=1)
+    results = []
+    for inputs in (tgt_in, other):
+        torch.manual_seed(3)
+        with torch.no_grad():
+            results.append(scheduled_sampling_log_probs(model, src, src_mask, inputs, 1.0))
+    torch.testing.assert_close(results[0], results[1])
+    torch.manual_seed(3)
+    with torch.no_grad():
+        half = scheduled_sampling_log_probs(model, src, src_mask, tgt_in, 0.5)
+    assert not torch.allclose(half, results[0])
+
+
+def test_training_with_scheduled_sampling_ramps_the_probability(data_dir: Path, tmp_path: Path):
+    trainer = Trainer(tiny_config(scheduled_sampling=0.4, sampling_ramp=10, max_steps=6, valid_bleu=False),
+                      data_dir, tmp_path)
+    assert trainer.sampling_probability() == 0.0
+    trainer.progress.step = 5
+    assert trainer.sampling_probability() == pytest.approx(0.2)
+    trainer.progress.step = 0
+    summary = trainer.run()
+    assert summary["steps"] == 6 and math.isfinite(records(tmp_path)[-1]["valid_nll"])
+    with pytest.raises(NmtkitError, match="probability"):
+        Trainer(tiny_config(scheduled_sampling=1.5), data_dir, tmp_path)
