@@ -9,7 +9,7 @@ MAX_TIME ?= 50m
 THREADS ?= 0
 export MODEL MAX_TIME THREADS
 
-.PHONY: install test lint bench recipe-bible recipe-reverse bible-data clean
+.PHONY: install test lint bench recipe-bible recipe-bible-zoo recipe-reverse bible-data clean
 
 install: $(VENV)/.installed
 
@@ -37,6 +37,9 @@ bible-data: install
 
 recipe-bible: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/bible/run.sh
+
+recipe-bible-zoo: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/bible/zoo.sh
 
 clean:
 	rm -rf $(VENV) runs data

@@ -1,7 +1,8 @@
 """Summarise a Bible recipe run: test BLEU (1 and 2 references), chrF, training and translation speed.
 
 python recipes/bible/report.py --run RUN_DIR --data RAW_DIR --translate-start T0 --translate-end T1 --beam K
-prints a Markdown table and writes RUN_DIR/results.json.
+prints a Markdown table and writes RUN_DIR/results.json;
+python recipes/bible/report.py --combine RUN_DIR [RUN_DIR ...] prints one table of several runs' results.json.
 """
 
 from __future__ import annotations
@@ -35,27 +36,37 @@ def collect(args: argparse.Namespace) -> dict:
             "translate_words_per_s": round(hyp_tokens / seconds, 1)}
 
 
-def table(results: dict) -> str:
+def row(results: dict) -> str:
+    return (f"| {results['model']} | {results['parameters'] / 1e6:.1f}M | {results['train_steps']} | "
+            f"{results['train_epochs']} | {results['train_seconds'] / 60:.0f} min | "
+            f"{results['train_tgt_tokens_per_s']:.0f} | {results['bleu_kjv']} | {results['bleu_kjv_web']} | "
+            f"{results['chrf_kjv']} | {results['translate_sentences_per_s']} sent/s |")
+
+
+def table(runs: list[dict]) -> str:
     header = ("| model | params | steps | epochs | train time | train tgt tok/s | test BLEU (KJV) | BLEU (KJV+WEB) "
-              f"| chrF (KJV) | translate (beam {results['beam']}) |")
-    row = (f"| {results['model']} | {results['parameters'] / 1e6:.1f}M | {results['train_steps']} | "
-           f"{results['train_epochs']} | {results['train_seconds'] / 60:.0f} min | "
-           f"{results['train_tgt_tokens_per_s']:.0f} | {results['bleu_kjv']} | {results['bleu_kjv_web']} | "
-           f"{results['chrf_kjv']} | {results['translate_sentences_per_s']} sent/s |")
-    return f"{header}\n|---|---|---|---|---|---|---|---|---|---|\n{row}\n\nBLEU signature: {results['bleu_signature']}"
+              f"| chrF (KJV) | translate (beam {runs[0]['beam']}) |")
+    rows = "\n".join(row(results) for results in runs)
+    return f"{header}\n|---|---|---|---|---|---|---|---|---|---|\n{rows}\n\nBLEU signature: {runs[0]['bleu_signature']}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--run", type=Path, required=True)
-    parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--translate-start", type=float, required=True)
-    parser.add_argument("--translate-end", type=float, required=True)
-    parser.add_argument("--beam", type=int, required=True)
+    parser.add_argument("--combine", type=Path, nargs="+", help="run directories to tabulate together")
+    parser.add_argument("--run", type=Path)
+    parser.add_argument("--data", type=Path)
+    parser.add_argument("--translate-start", type=float)
+    parser.add_argument("--translate-end", type=float)
+    parser.add_argument("--beam", type=int)
     args = parser.parse_args()
+    if args.combine:
+        print(table([load(run / "results.json") for run in args.combine if (run / "results.json").exists()]))
+        return
+    if None in (args.run, args.data, args.translate_start, args.translate_end, args.beam):
+        parser.error("--run, --data, --translate-start, --translate-end and --beam are required without --combine")
     results = collect(args)
     (args.run / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    print(table(results))
+    print(table([results]))
 
 
 if __name__ == "__main__":
