@@ -184,6 +184,7 @@ def translate(
     alpha: Annotated[float | None, typer.Option(help="gnmt/sockeye length penalty exponent")] = None,
     beta: Annotated[float | None, typer.Option(help="sockeye length penalty offset")] = None,
     word_penalty: Annotated[float | None, typer.Option(help="score subtracted per output token")] = None,
+    coverage_penalty: Annotated[float | None, typer.Option(help="GNMT coverage penalty weight (beam search)")] = None,
     min_len: Annotated[int | None, typer.Option(help="no EOS before this many tokens")] = None,
     max_len_a: Annotated[float | None, typer.Option(help="output length limit: a * source length + b")] = None,
     max_len_b: Annotated[int | None, typer.Option(help="output length limit: a * source length + b")] = None,
@@ -213,6 +214,7 @@ def translate(
     raw = to_dict(loaded.config.decode)
     flags = {"beam": 1 if greedy else beam, "batch_tokens": batch_tokens, "buffer_size": buffer_size,
              "length_penalty": length_penalty, "alpha": alpha, "beta": beta, "word_penalty": word_penalty,
+             "coverage_penalty": coverage_penalty,
              "min_len": min_len, "max_len_a": max_len_a, "max_len_b": max_len_b, "nbest": nbest,
              "dtype": "float16" if fp16 else "bfloat16" if bf16 else None, "sample": sample or None,
              "temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed}

@@ -89,6 +89,7 @@ class DecodeConfig:
     alpha: float = option(1.0, "length penalty exponent for gnmt and sockeye (GNMT used 0.6-0.7)")
     beta: float = option(0.0, "sockeye length penalty offset")
     word_penalty: float = option(0.0, "subtracted from a hypothesis' score per token (negative: longer outputs)")
+    coverage_penalty: float = option(0.0, "weight beta of GNMT's coverage penalty (Wu et al. 2016, Eq. 14; 0 = off)")
     min_len: int = option(0, "no EOS before this many output tokens")
     nbest: int = option(1, "hypotheses output per input line (at most the beam size)")
     sample: bool = option(False, "sample each token instead of searching (uses temperature, top_k, top_p)")

@@ -33,18 +33,29 @@ def repeat_rows(tensors: dict[str, Tensor], times: int) -> dict[str, Tensor]:
     return {name: value.repeat_interleave(times, dim=0) for name, value in tensors.items()}
 
 
+def coverage_penalty(coverage: Tensor, src_mask: Tensor, weight: float) -> Tensor:
+    """cp(X; Y) = weight * sum_i log(min(sum_j p_ij, 1)) over the real source positions i (Wu et al. 2016, Eq. 14).
+
+    coverage (R, S) holds each row's attention summed over its target steps; a source position that got no
+    attention at all is floored at 1e-10 so the penalty stays finite. Returns (R,)."""
+    covered = coverage.clamp(min=1e-10, max=1.0).log()
+    return weight * covered.masked_fill(~src_mask, 0.0).sum(-1)
+
+
 @dataclass(frozen=True)
 class LengthPenalty:
-    """Ranks a finished hypothesis by log P(Y|X) / lp(|Y|) - word_penalty * |Y|, with |Y| counting the EOS.
+    """Ranks a finished hypothesis by log P(Y|X) / lp(|Y|) - word_penalty * |Y| + cp(X; Y), |Y| counting the EOS.
 
     lp(|Y|) is 1 for `none`, |Y| for `average`, ((5 + |Y|) / 6)^alpha for `gnmt` (Wu et al. 2016, Eq. 14) and
     ((beta + |Y|) / (beta + 1))^alpha for `sockeye` (Hieber et al. 2018). A negative word penalty rewards length.
+    `coverage` > 0 adds GNMT's coverage penalty with that weight (see `coverage_penalty`; needs attention).
     """
 
     kind: str = "average"
     alpha: float = 1.0
     beta: float = 0.0
     word_penalty: float = 0.0
+    coverage: float = 0.0
 
     def __post_init__(self):
         if self.kind not in ("none", "average", "gnmt", "sockeye"):
@@ -65,7 +76,7 @@ class LengthPenalty:
     @property
     def monotone(self) -> bool:
         """Whether a hypothesis' score can only fall as it grows, so a finished one that beats every live beam wins."""
-        return self.kind == "none" and self.word_penalty >= 0
+        return self.kind == "none" and self.word_penalty >= 0 and self.coverage == 0
 
 
 def max_lengths(src_mask: Tensor, a: float, b: int, limit: int = 1024) -> Tensor:
@@ -141,21 +152,25 @@ class _Beams:
     sentences: Tensor  # (n,) index of each live sentence in the batch
     scores: Tensor  # (n, K) cumulative log-probabilities
     tokens: Tensor  # (n*K, t) tokens so far, BOS first
+    coverage: Tensor | None = None  # (n*K, S) attention summed over the steps so far (coverage penalty only)
 
 
 def _finalize(beams: _Beams, top_scores: Tensor, top_ids: Tensor, vocab: int, step: int,
-              finished: list[list[Hypothesis]], length_penalty: LengthPenalty) -> None:
+              finished: list[list[Hypothesis]], length_penalty: LengthPenalty, src_mask: Tensor) -> None:
     """Move the EOS candidates ranked within the top K into the finished lists."""
     beam_size = beams.scores.size(1)
     is_eos = (top_ids % vocab == EOS)[:, :beam_size] & torch.isfinite(top_scores[:, :beam_size])
+    if not bool(is_eos.any()):
+        return
+    covered = None if beams.coverage is None else coverage_penalty(beams.coverage, src_mask, length_penalty.coverage)
     for row, col in is_eos.nonzero().tolist():
         sentence = int(beams.sentences[row])
         if len(finished[sentence]) >= beam_size:
             continue
-        beam = int(top_ids[row, col]) // vocab  # beam index within the sentence
+        source_row = row * beam_size + int(top_ids[row, col]) // vocab
         log_prob = float(top_scores[row, col])
-        tokens = beams.tokens[row * beam_size + beam, 1:].tolist()
-        finished[sentence].append(Hypothesis(tokens, length_penalty(log_prob, step + 1), log_prob))
+        score = length_penalty(log_prob, step + 1) + (0.0 if covered is None else float(covered[source_row]))
+        finished[sentence].append(Hypothesis(beams.tokens[source_row, 1:].tolist(), score, log_prob))
 
 
 def _done(sentences: list[int], best_live: list[float], finished: list[list[Hypothesis]], beam_size: int,
@@ -168,6 +183,12 @@ def _done(sentences: list[int], best_live: list[float], finished: list[list[Hypo
         beaten = length_penalty.monotone and bool(hyps) and max(hyp.score for hyp in hyps) >= live
         done.append(len(hyps) >= beam_size or beaten)
     return done
+
+
+def _add_coverage(coverage: Tensor | None, attention: Tensor | None) -> Tensor:
+    if attention is None:
+        raise ValueError("the coverage penalty needs a model whose decoder attends to the source")
+    return attention.float() if coverage is None else coverage + attention.float()
 
 
 @torch.inference_mode()
@@ -189,7 +210,9 @@ def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: T
                    torch.full((batch * beam_size, 1), BOS, dtype=torch.long, device=device))
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
     for step in range(int(max_len.max())):
-        log_probs, state, _ = model.step(beams.tokens[:, -1], state, memory)  # (n*K, V)
+        log_probs, state, attention = model.step(beams.tokens[:, -1], state, memory)  # (n*K, V)
+        if length_penalty.coverage > 0:
+            beams.coverage = _add_coverage(beams.coverage, attention)
         vocab = log_probs.size(-1)
         candidates = beams.scores.unsqueeze(2) + log_probs.view(-1, beam_size, vocab)  # (n, K, V)
         at_limit = step + 1 >= max_len[beams.sentences]
@@ -198,7 +221,7 @@ def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: T
         candidates[at_limit, :, :EOS] = float("-inf")
         candidates[at_limit, :, EOS + 1 :] = float("-inf")
         top_scores, top_ids = candidates.view(-1, beam_size * vocab).topk(2 * beam_size, dim=1)
-        _finalize(beams, top_scores, top_ids, vocab, step, finished, length_penalty)
+        _finalize(beams, top_scores, top_ids, vocab, step, finished, length_penalty, memory["src_mask"])
         top_scores = top_scores.masked_fill(top_ids % vocab == EOS, float("-inf"))
         next_scores, order = top_scores.topk(beam_size, dim=1)  # (n, K)
         next_ids = top_ids.gather(1, order)
@@ -209,7 +232,8 @@ def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: T
         keep = (~done).nonzero().squeeze(1)
         source_rows = (keep.unsqueeze(1) * beam_size + next_ids[keep] // vocab).view(-1)  # (n'*K,)
         beams = _Beams(beams.sentences[keep], next_scores[keep],
-                       torch.cat([beams.tokens[source_rows], (next_ids[keep] % vocab).view(-1, 1)], dim=1))
+                       torch.cat([beams.tokens[source_rows], (next_ids[keep] % vocab).view(-1, 1)], dim=1),
+                       None if beams.coverage is None else beams.coverage[source_rows])
         state = select_rows(state, source_rows)
         if keep.numel() < done.numel():
             kept_rows = keep.unsqueeze(1) * beam_size + torch.arange(beam_size, device=device)  # (n', K)

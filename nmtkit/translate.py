@@ -16,6 +16,7 @@ from nmtkit.checkpoint import LoadedModel
 from nmtkit.config import DecodeConfig
 from nmtkit.data.corpus import normalize
 from nmtkit.data.dataset import encode_sources
+from nmtkit.errors import NmtkitError
 from nmtkit.search import Hypothesis, LengthPenalty, Sampler, beam_search, greedy_search, max_lengths
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,8 @@ class Translator:
     @property
     def length_penalty(self) -> LengthPenalty:
         decode = self.decode
-        return LengthPenalty(decode.length_penalty, decode.alpha, decode.beta, decode.word_penalty)
+        return LengthPenalty(decode.length_penalty, decode.alpha, decode.beta, decode.word_penalty,
+                             decode.coverage_penalty)
 
     def search(self, sources: list[list[int]]) -> list[list[Hypothesis]]:
         """Translate a batch of subword-id sequences; up to `decode.nbest` hypotheses each, best first."""
@@ -62,8 +64,11 @@ class Translator:
             return [[hyp] for hyp in greedy_search(self.loaded.model, src, src_mask, limit, self.sampler)]
         if self.decode.beam <= 1:
             return [[hyp] for hyp in greedy_search(self.loaded.model, src, src_mask, limit)]
-        nbest = beam_search(self.loaded.model, src, src_mask, limit, self.decode.beam, self.length_penalty,
-                            self.decode.min_len)
+        try:
+            nbest = beam_search(self.loaded.model, src, src_mask, limit, self.decode.beam, self.length_penalty,
+                                self.decode.min_len)
+        except ValueError as error:  # a search option this model cannot serve
+            raise NmtkitError(str(error)) from error
         return [hyps[: self.decode.nbest] for hyps in nbest]
 
     def translate_nbest(self, lines: list[str], first_line: int = 1) -> list[list[tuple[str, float]]]:

@@ -120,6 +120,10 @@ def test_nbest_and_scores_output(trained: Path):
     gnmt = nmtkit("translate", "-m", model, "--scores", "--length-penalty", "gnmt", "--alpha", "0.6",
                   stdin=b"a b c\nd e f\n").stdout.decode().splitlines()
     assert len(gnmt) == 2 and all(len(line.split(" ||| ")) == 2 for line in gnmt)
+    covered = nmtkit("translate", "-m", model, "--scores", "--length-penalty", "gnmt", "--coverage-penalty", "0.2",
+                     stdin=b"a b c\nd e f\n").stdout.decode().splitlines()
+    assert [line.split(" ||| ")[0] for line in covered] == ["c b a", "f e d"]
+    assert all(float(line.split(" ||| ")[1]) <= float(plain.split(" ||| ")[1]) for line, plain in zip(covered, gnmt))
     assert_one_line_error(nmtkit("translate", "-m", model, "--beam", "2", "--nbest", "3", stdin=b"a\n", check=False),
                           "--nbest 3")
 

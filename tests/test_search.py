@@ -14,7 +14,15 @@ from torch import Tensor
 from nmtkit.data.dataset import encode_sources
 from nmtkit.data.subword import BOS, EOS
 from nmtkit.models.base import EncoderDecoder, Memory, State
-from nmtkit.search import LengthPenalty, Sampler, beam_search, filter_log_probs, greedy_search, max_lengths
+from nmtkit.search import (
+    LengthPenalty,
+    Sampler,
+    beam_search,
+    coverage_penalty,
+    filter_log_probs,
+    greedy_search,
+    max_lengths,
+)
 
 A, B = 4, 5  # the two ordinary tokens of the fake vocabulary
 VOCAB = 6
@@ -313,3 +321,36 @@ def test_sampling_follows_the_distribution_and_scores_the_path():
         assert hyp.log_prob == pytest.approx(model.path_log_prob(hyp.tokens), abs=1e-4)
     cold = greedy_search(model, src[:50], src_mask[:50], torch.full((50,), 3), choose=Sampler(temperature=1e-4))
     assert all(hyp.tokens == [A] for hyp in cold)  # a tiny temperature is greedy
+
+
+def test_coverage_penalty_formula():
+    coverage = torch.tensor([[0.5, 2.0, 0.0], [1.0, 0.25, 0.7]])
+    src_mask = torch.tensor([[True, True, False], [True, True, True]])
+    expected = [0.2 * (math.log(0.5) + 0.0), 0.2 * (0.0 + math.log(0.25) + math.log(0.7))]
+    assert coverage_penalty(coverage, src_mask, 0.2).tolist() == pytest.approx(expected)
+    assert coverage_penalty(torch.zeros(1, 2), torch.ones(1, 2, dtype=torch.bool), 1.0).item() == pytest.approx(
+        2 * math.log(1e-10))  # never attended: floored, still finite
+
+
+def test_beam_scores_include_the_coverage_of_each_hypothesis(search_model, source_batch):
+    _, src, src_mask = source_batch
+    penalty = LengthPenalty("gnmt", alpha=0.6, coverage=0.4)
+    assert not penalty.monotone
+    nbest = beam_search(search_model, src, src_mask, max_lengths(src_mask, 1.5, 2), beam_size=3,
+                        length_penalty=penalty)
+    for index, hyps in enumerate(nbest):
+        for hyp in hyps:  # recompute the attention of the whole hypothesis with teacher forcing
+            tgt_in = torch.tensor([[BOS, *hyp.tokens]])
+            with torch.no_grad():
+                _, attention = search_model(src[index : index + 1], src_mask[index : index + 1], tgt_in,
+                                            need_attention=True)
+            expected = penalty(hyp.log_prob, len(hyp.tokens) + 1) + float(
+                coverage_penalty(attention.sum(1), src_mask[index : index + 1], 0.4))
+            assert hyp.score == pytest.approx(expected, abs=1e-4)
+
+
+def test_coverage_penalty_needs_attention():
+    model = FixedDecoder(torch.full((3, VOCAB, VOCAB), 1.0 / VOCAB))
+    src, src_mask = encode_sources([[A, B]])
+    with pytest.raises(ValueError, match="attends to the source"):
+        beam_search(model, src, src_mask, torch.tensor([3]), beam_size=2, length_penalty=LengthPenalty(coverage=0.2))
