@@ -232,12 +232,15 @@ class Attention(nn.Module):
         return self.score.prepare(keys)
 
     def centers(self, query: Tensor, src_mask: Tensor, positions: Tensor | None) -> Tensor:
-        """The window centres p_t (B, T) of local attention."""
-        lengths = src_mask.sum(-1, keepdim=True).to(query.dtype)  # (B, 1)
+        """The window centres p_t (B, T) of local attention, in float32: bf16 cannot tell positions above 256
+        apart, which would shift the window."""
+        lengths = src_mask.sum(-1, keepdim=True).float()  # (B, 1)
         if self.window == "local-m":
-            return torch.minimum(positions.to(query.dtype), lengths - 1)
+            if positions is None:
+                raise ValueError("local-m attention needs the target positions t")
+            return torch.minimum(positions.float(), lengths - 1)
         gate = self.position_vector(torch.tanh(self.position_proj(query))).squeeze(-1)  # (B, T)
-        return lengths * torch.sigmoid(gate)
+        return lengths * torch.sigmoid(gate.float())
 
     def forward(self, query: Tensor, values: Tensor, prepared: Tensor, src_mask: Tensor,
                 positions: Tensor | None = None) -> tuple[Tensor, Tensor]:
@@ -251,5 +254,5 @@ class Attention(nn.Module):
             centers = self.centers(query, src_mask, positions)
             weights = masked_softmax(scores, mask & window_mask(centers, scores.size(-1), self.width))
             if self.window == "local-p":
-                weights = weights * gaussian_weights(centers, scores.size(-1), self.width / 2)
+                weights = weights * gaussian_weights(centers, scores.size(-1), self.width / 2).to(weights.dtype)
         return weights @ values, weights
