@@ -1,0 +1,70 @@
+"""Word and character error rates as jiwer 4 defines them, counted on a torch device.
+
+WER = (S + D + I) / (H + S + D) over the whole corpus: total errors over total reference words, which is what
+`jiwer.wer(references, hypotheses)` returns for lists. jiwer's default normalisation is kept: for words,
+runs of whitespace become one space, the line is stripped and split on spaces; for characters the line is only
+stripped and spaces count. When the references hold no word at all, jiwer's WER is the number of insertions,
+and so is ours. The mean of the sentence error rates (each `jiwer.wer(ref, hyp)`) is reported separately; it
+weighs short sentences as much as long ones. WER, CER and edit distance use the first reference.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from nmtkit.metrics.edit import levenshtein
+from nmtkit.metrics.ngrams import Ragged, char_tokens, hash_words
+
+MULTIPLE_SPACES = re.compile(r"\s\s+")  # jiwer.RemoveMultipleSpaces
+
+
+def jiwer_words(line: str) -> str:
+    """jiwer's `wer_default` up to the final split on single spaces."""
+    return MULTIPLE_SPACES.sub(" ", line).strip()
+
+
+def error_rate(substitutions, deletions, insertions, hits) -> float:
+    """jiwer's WER from operation counts: errors per reference token, or insertions without reference tokens."""
+    reference = hits + substitutions + deletions
+    return float(substitutions + deletions + insertions) / reference if reference else float(insertions)
+
+
+class DeviceWER:
+    """WER (words) or CER (characters) against the first reference, with jiwer's counts S, D, I, H."""
+
+    def __init__(self, references: Sequence[Sequence[str]], device: torch.device, characters: bool = False):
+        self.name = "cer" if characters else "wer"
+        self.characters, self.device = characters, device
+        self.refs = self._tokens(references[0])
+
+    def _tokens(self, lines: Sequence[str]) -> Ragged:
+        if self.characters:
+            return char_tokens([line.strip() for line in lines], self.device)
+        return Ragged.build(*hash_words([jiwer_words(line) for line in lines], " "), self.device)
+
+    def statistics(self, hypotheses: Sequence[str]) -> Tensor:
+        """[substitutions, deletions, insertions, hits] per sentence: (N, 4) int64."""
+        result = levenshtein(self.refs, self._tokens(hypotheses), counts=True)
+        return torch.stack([result.substitutions, result.deletions, result.insertions, result.hits], dim=1)
+
+    def score(self, totals: Sequence[float]) -> float:
+        return error_rate(*(float(value) for value in totals))
+
+    def sentence_scores(self, stats: Tensor) -> list[float]:
+        return [error_rate(*row) for row in stats.tolist()]
+
+    def report(self, stats: Tensor) -> dict:
+        substitutions, deletions, insertions, hits = (int(value) for value in stats.sum(dim=0))
+        score = self.score([substitutions, deletions, insertions, hits])
+        sentences = self.sentence_scores(stats)
+        mean = sum(sentences) / len(sentences) if sentences else 0.0
+        unit = "characters" if self.characters else "words"
+        text = (f"{self.name.upper()} = {score:.4f} (corpus: {substitutions + deletions + insertions} errors / "
+                f"{hits + substitutions + deletions} reference {unit}; mean of sentences = {mean:.4f}) "
+                f"S = {substitutions} D = {deletions} I = {insertions} H = {hits}")
+        return {"score": score, "sentence_mean": mean, "substitutions": substitutions, "deletions": deletions,
+                "insertions": insertions, "hits": hits, "text": text}
