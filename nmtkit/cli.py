@@ -190,6 +190,7 @@ def translate(
     max_len_b: Annotated[int | None, typer.Option(help="output length limit: a * source length + b")] = None,
     nbest: Annotated[int | None, typer.Option(help="print the K best as `i ||| hypothesis ||| score` lines")] = None,
     scores: Annotated[bool, typer.Option(help="append ` ||| score` to each output line")] = False,
+    alignment: Annotated[bool, typer.Option(help="append ` ||| i-j ...` word links from attention")] = False,
     average: Annotated[int, typer.Option(help="average the weights of the last N checkpoint_<step>.pt of the run")] = 0,
     sample: Annotated[bool, typer.Option(help="sample translations instead of searching")] = False,
     temperature: Annotated[float | None, typer.Option(help="sampling temperature")] = None,
@@ -224,7 +225,9 @@ def translate(
         raise NmtkitError("--nbest needs beam search; --sample draws one translation per line")
     if decode.nbest > max(decode.beam, 1):
         raise NmtkitError(f"--nbest {decode.nbest} needs a beam of at least {decode.nbest} (--beam {decode.beam})")
-    for text in translate_stream(Translator(loaded, decode, torch_device), _open_lines(input), scores):
+    if alignment and decode.nbest > 1:
+        raise NmtkitError("--alignment prints the links of the best translation; it does not combine with --nbest")
+    for text in translate_stream(Translator(loaded, decode, torch_device), _open_lines(input), scores, alignment):
         sys.stdout.write(text)
         sys.stdout.flush()
 
@@ -234,27 +237,73 @@ def translate(
 def evaluate(
     hyp: Annotated[str, typer.Option(help="hypothesis file, or - for stdin")],
     ref: Annotated[list[Path], typer.Option(help="reference file (repeat for several references)")],
-    metrics: Annotated[str, typer.Option(help="comma-separated: bleu,chrf")] = "bleu,chrf",
-    lowercase: Annotated[bool, typer.Option(help="case-insensitive scores")] = False,
+    metrics: Annotated[str, typer.Option(help="comma-separated: bleu, chrf, chrf++, wer, cer, edit")] = "bleu,chrf",
+    device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N")] = "auto",
+    sentence: Annotated[bool, typer.Option(help="also print each sentence's scores")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="print one JSON object keyed by metric")] = False,
+    compare: Annotated[Path | None, typer.Option(help="baseline hypotheses: paired bootstrap test against them",
+                                                 dir_okay=False)] = None,
+    samples: Annotated[int, typer.Option(help="bootstrap resamples for --compare")] = 1000,
+    lowercase: Annotated[bool, typer.Option(help="case-insensitive BLEU and chrF")] = False,
     tokenize: Annotated[str | None, typer.Option(help="sacrebleu BLEU tokenizer (default 13a)")] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+    smooth: Annotated[str, typer.Option(help="BLEU smoothing: exp, floor, add-k, none")] = "exp",
+    edit_costs: Annotated[str, typer.Option(help="edit distance costs ins,del,sub")] = "1,1,1",
+    edit_unit: Annotated[str, typer.Option(help="edit distance over char or word")] = "char",
 ) -> None:
-    """Score hypotheses against references with sacrebleu (BLEU, chrF) and print the signatures."""
+    """Score hypotheses on a torch device: BLEU and chrF as sacrebleu, WER and CER as jiwer, edit distance."""
     from nmtkit.data.corpus import read_lines
-    from nmtkit.evaluate import evaluate_files, read_stream_lines
+    from nmtkit.evaluate import EvaluateConfig, evaluate_files, read_stream_lines, render
 
+    config = EvaluateConfig(metrics=[name.strip() for name in metrics.split(",") if name.strip()], device=device,
+                            lowercase=lowercase, tokenize=tokenize, smooth=smooth, edit_costs=edit_costs,
+                            edit_unit=edit_unit, sentence=sentence, samples=samples)
     hypotheses = read_stream_lines(sys.stdin.buffer) if hyp == "-" else read_lines(hyp)
-    names = [name.strip() for name in metrics.split(",") if name.strip()]
-    results = evaluate_files(hypotheses, hyp, ref, names, lowercase, tokenize)
-    if json_output:
-        print(json.dumps({name: {k: v for k, v in result.items() if k != "text"} for name, result in results.items()}))
-        return
-    for result in results.values():
-        print(f"{result['text']}\n  signature: {result['signature']}")
+    print(render(evaluate_files(hypotheses, "<stdin>" if hyp == "-" else hyp, ref, config, compare), json_output))
 
 
 @app.command()
-def align() -> None:
-    """Word alignments from attention (not implemented yet)."""
-    print("error: nmtkit align is not implemented yet", file=sys.stderr)
-    raise typer.Exit(2)
+@handle_errors
+def align(
+    model: Annotated[Path, typer.Option("--model", "-m", help="source -> target checkpoint", dir_okay=False)],
+    src: Annotated[Path, typer.Option(help="source sentences, words separated by spaces", dir_okay=False)],
+    tgt: Annotated[Path, typer.Option(help="target sentences, words separated by spaces", dir_okay=False)],
+    reverse_model: Annotated[Path | None, typer.Option(help="target -> source checkpoint: align both directions "
+                                                            "and symmetrize", dir_okay=False)] = None,
+    symmetrize: Annotated[str | None, typer.Option(
+        help="intersection, union or grow-diag-final-and (default with --reverse-model); without --reverse-model "
+             "it combines the argmax per target word with the argmax per source word")] = None,
+    layer: Annotated[int | None, typer.Option(help="Transformer decoder layer (0-based, negative from the end; "
+                                                   "default: the second last)")] = None,
+    head: Annotated[int | None, typer.Option(help="attention head of that layer (default: mean over heads)")] = None,
+    threshold: Annotated[float | None, typer.Option(help="links with word attention >= this, not the argmax")] = None,
+    format: Annotated[str, typer.Option("--format", help="pharaoh (i-j links) or soft-json (attention)")] = "pharaoh",
+    gold: Annotated[Path | None, typer.Option(help="gold links (i-j sure, ipj possible): print precision, "
+                                                   "recall, AER as JSON instead of the alignments")] = None,
+    output: Annotated[Path | None, typer.Option(help="write the alignments here (default: stdout)")] = None,
+    plot: Annotated[Path | None, typer.Option(help="directory for PNG and SVG heat-maps", file_okay=False)] = None,
+    plot_count: Annotated[int, typer.Option(help="heat-maps of the first N sentence pairs")] = 10,
+    terminal: Annotated[bool, typer.Option(help="print heat-maps in the terminal instead of the alignments")] = False,
+    device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N")] = "auto",
+    threads: Annotated[int, typer.Option(help="CPU threads (0 = all cores)")] = 0,
+) -> None:
+    """Word alignments from cross-attention: Pharaoh `i-j` lines (source word first, 0-based), AER, heat-maps."""
+    from nmtkit.align import SYMMETRIZATIONS, AlignOptions, align_files, evaluate_result, write_outputs
+    from nmtkit.ensemble import load_models
+    from nmtkit.runtime import pick_device, set_threads
+
+    if symmetrize is not None and symmetrize not in SYMMETRIZATIONS:
+        raise NmtkitError(f"unknown --symmetrize {symmetrize!r}; use one of {', '.join(SYMMETRIZATIONS)}")
+    if format not in ("pharaoh", "soft-json"):
+        raise NmtkitError(f"unknown --format {format!r}; use pharaoh or soft-json")
+    set_threads(threads)
+    torch_device = pick_device(device)
+    forward = load_models([model], torch_device)
+    backward = load_models([reverse_model], torch_device) if reverse_model else None
+    result = align_files(forward, backward, src, tgt, AlignOptions(layer, head, threshold, symmetrize), torch_device)
+    write_outputs(result, output if output or gold or terminal else sys.stdout, format, plot, plot_count)
+    if terminal:
+        from nmtkit.align import print_terminal
+
+        print_terminal(result)
+    if gold:
+        print(json.dumps(evaluate_result(result, gold)))

@@ -88,25 +88,41 @@ class Translator:
                 outputs[row] = [(text, hyp.score) for text, hyp in zip(decoded, hyps)]
         return outputs
 
+    def alignments(self, lines: list[str], translations: list[str]) -> list[str]:
+        """Pharaoh links between each line's words and its translation's words."""
+        from nmtkit.align import align_translations, format_pharaoh
+
+        links = align_translations(self.loaded, [normalize(line) for line in lines], translations, self.device)
+        return [format_pharaoh(pair) for pair in links]
+
     def translate(self, lines: list[str], first_line: int = 1) -> list[str]:
         """The best translation of each line; empty lines stay empty."""
         return [hyps[0][0] for hyps in self.translate_nbest(lines, first_line)]
 
 
-def format_hypotheses(hyps: list[tuple[str, float]], line_index: int, nbest: int, scores: bool) -> str:
-    """One output line, or `i ||| hypothesis ||| score` lines (Moses n-best format, 0-based i) when nbest > 1."""
+def format_hypotheses(hyps: list[tuple[str, float]], line_index: int, nbest: int, scores: bool,
+                      alignment: str | None = None) -> str:
+    """One output line, or `i ||| hypothesis ||| score` lines (Moses n-best format, 0-based i) when nbest > 1.
+
+    `alignment` (Pharaoh links of the best hypothesis) is appended as ` ||| i-j ...` to a one-best line."""
     if nbest > 1:
         return "".join(f"{line_index} ||| {text} ||| {score:.4f}\n" for text, score in hyps)
     text, score = hyps[0]
-    return f"{text} ||| {score:.4f}\n" if scores else f"{text}\n"
+    fields = [text] + ([f"{score:.4f}"] if scores else []) + ([alignment] if alignment is not None else [])
+    return " ||| ".join(fields) + "\n"
 
 
-def translate_stream(translator: Translator, lines: Iterable[str], scores: bool = False) -> Iterator[str]:
-    """Translate an iterable of lines chunk by chunk; yields each chunk's formatted output in input order."""
+def translate_stream(translator: Translator, lines: Iterable[str], scores: bool = False,
+                     alignment: bool = False) -> Iterator[str]:
+    """Translate an iterable of lines chunk by chunk; yields each chunk's formatted output in input order.
+
+    With `alignment`, each best translation is followed by ` ||| i-j ...` word links (source word first),
+    taken from the model's attention when it is teacher-forced on its own translation."""
     iterator = iter(lines)
     first_line = 1
     while chunk := [line.rstrip("\r\n") for line in islice(iterator, translator.decode.buffer_size)]:
         results = translator.translate_nbest(chunk, first_line)
-        yield "".join(format_hypotheses(hyps, first_line - 1 + index, translator.decode.nbest, scores)
+        links = translator.alignments(chunk, [hyps[0][0] for hyps in results]) if alignment else [None] * len(chunk)
+        yield "".join(format_hypotheses(hyps, first_line - 1 + index, translator.decode.nbest, scores, links[index])
                       for index, hyps in enumerate(results))
         first_line += len(chunk)

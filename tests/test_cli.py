@@ -248,11 +248,6 @@ def test_evaluate_rejects_length_mismatch(tmp_path: Path):
     assert_one_line_error(nmtkit("evaluate", "--hyp", hyp, "--ref", ref, check=False), "r.txt", "h.txt")
 
 
-def test_align_is_not_implemented_yet():
-    result = nmtkit("align", check=False)
-    assert result.returncode == 2 and "not implemented" in result.stderr.decode()
-
-
 def test_help_of_every_subcommand():
     for command in ("prepare", "train", "translate", "evaluate", "align"):
         assert "Usage" in nmtkit(command, "--help").stdout.decode()

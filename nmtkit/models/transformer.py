@@ -116,7 +116,14 @@ class DecoderLayer(nn.Module):
 
 @register_model("transformer", config=TransformerConfig)
 class Transformer(EncoderDecoder):
-    """Encoder-decoder Transformer; attention returned is the last decoder layer's, averaged over heads."""
+    """Encoder-decoder Transformer; attention returned is the last decoder layer's, averaged over heads.
+
+    `attention_layer` (an index into the decoder layers, negative from the end) and `attention_head` (None for
+    the mean over heads) choose another cross-attention for word alignment; they change no output but attention.
+    """
+
+    attention_layer: int = -1
+    attention_head: int | None = None
 
     def __init__(self, config: TransformerConfig, src_vocab: int, tgt_vocab: int, shared_vocab: bool):
         super().__init__()
@@ -147,15 +154,20 @@ class Transformer(EncoderDecoder):
 
     def _decode(self, x: Tensor, memory: Memory, state: State | None, need_weights: bool):
         new_state, weights = {}, None
+        chosen = self.attention_layer % len(self.decoder)
         for index, layer in enumerate(self.decoder):
             cache = None if state is None else (state[f"self_k{index}"], state[f"self_v{index}"])
             cross_kv = (memory[f"cross_k{index}"], memory[f"cross_v{index}"])
-            last = index == len(self.decoder) - 1
-            x, cache, weights = layer(x, cross_kv, memory["src_mask"], cache, need_weights and last)
+            x, cache, layer_weights = layer(x, cross_kv, memory["src_mask"], cache, need_weights and index == chosen)
+            weights = layer_weights if index == chosen else weights
             if cache is not None:
                 new_state[f"self_k{index}"], new_state[f"self_v{index}"] = cache
         logits = self.output(self.decoder_norm(x))  # (B, T, V)
-        return logits, new_state, None if weights is None else weights.mean(dim=1)
+        return logits, new_state, None if weights is None else self._heads(weights)
+
+    def _heads(self, weights: Tensor) -> Tensor:
+        """(B, H, T, S) -> (B, T, S): the chosen head, or the mean over heads."""
+        return weights.mean(dim=1) if self.attention_head is None else weights[:, self.attention_head]
 
     def init_state(self, memory: Memory) -> State:
         batch, device = memory["src_mask"].size(0), memory["src_mask"].device

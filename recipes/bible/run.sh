@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Bible recipe: Reina-Valera 1909 (es) -> King James Version (en), World English Bible as a second reference.
 #   bash recipes/bible/run.sh        data, training, translation of the test set (Acts), scores
-#   bash recipes/bible/run.sh data   only the data
+#   bash recipes/bible/run.sh data   only the data (with the gold word alignments of Acts)
+#   bash recipes/bible/run.sh gold   only the gold word alignments (needs the extracted text)
 # Env: MODEL (transformer), MAX_TIME (50m), THREADS (0 = all cores), VOCAB (8000), CONFIG (recipes/bible/$MODEL.yaml),
 #      DATA (data/bible), OUT (runs/bible-es-en/$MODEL), BEAM (5). Every step is skipped when its output exists,
 #      and training resumes from last.pt, so an interrupted recipe continues where it stopped.
@@ -26,15 +27,22 @@ install_sword() {
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
 }
 
+# gold word alignments of the test book from Strong's numbers (see README.md): test.words.{es,en}, test.gold
+make_gold() {
+  [ -f "$data/raw/test.gold" ] || python "$here/gold.py" --data "$data/raw"
+}
+
 make_data() {
   install_sword
   [ -f "$data/raw/test.web" ] || python "$here/extract.py" --out "$data/raw"
+  make_gold
   [ -f "$prepared/manifest.json" ] || nmtkit prepare --vocab-size "$vocab" --out "$prepared" \
     --train-src "$data/raw/train.es" --train-tgt "$data/raw/train.en" \
     --dev-src "$data/raw/dev.es" --dev-tgt "$data/raw/dev.en" \
     --test-src "$data/raw/test.es" --test-tgt "$data/raw/test.en" > /dev/null
 }
 
+if [ "${1:-}" = gold ]; then make_gold; exit 0; fi
 make_data
 [ "${1:-}" = data ] && exit 0
 
@@ -53,3 +61,7 @@ nmtkit evaluate --hyp "$out/test.hyp" --ref "$data/raw/test.en" --json > "$out/t
 nmtkit evaluate --hyp "$out/test.hyp" --ref "$data/raw/test.en" --ref "$data/raw/test.web" --json > "$out/test.kjv+web.json"
 python "$here/report.py" --run "$out" --data "$data/raw" --translate-start "$start" --translate-end "$end" \
   --beam "$beam" | tee "$out/results.md"
+# word alignments from attention against the Strong's-number gold (models without attention skip this)
+nmtkit align -m "$out/model.pt" --src "$data/raw/test.words.es" --tgt "$data/raw/test.words.en" \
+  --gold "$data/raw/test.gold" --threads "${THREADS:-0}" > "$out/test.align.json" \
+  || echo "no word alignments from $model (it has no attention)" >&2
