@@ -26,8 +26,13 @@ test: install
 lint: install
 	$(BIN)/ruff check nmtkit tests recipes benchmarks
 
+# Speed against the reference tools, each measured in the same run (OpenNMT-py: bash benchmarks/setup_onmt.sh first).
 bench: bible-data
+	$(BIN)/pip install --quiet -e '.[dev,recipes,bench]'
 	$(BIN)/python benchmarks/train_speed.py --steps 60
+	$(BIN)/python benchmarks/metrics_speed.py --lines 100000 1000000
+	[ -f runs/bible-es-en/transformer/model.pt ] && $(BIN)/python benchmarks/align_aer.py \
+	  || echo "align_aer.py skipped: run make recipe-bible first" >&2
 
 recipe-reverse: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/reverse/run.sh

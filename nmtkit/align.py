@@ -192,6 +192,7 @@ def select_attention(model: torch.nn.Module, layer: int | None, head: int | None
 
     Without a layer a Transformer of two or more decoder layers uses its second last: on the Bible test set it
     aligns best (benchmarks/align_aer.py), as Garg et al. (2019, Section 4.2) found for the penultimate layer.
+    ConvS2S (one attention per decoder block, no heads) keeps the average over its blocks unless a layer is given.
     """
     if not hasattr(model, "attention_layer"):
         if layer is not None or head is not None:
@@ -200,6 +201,11 @@ def select_attention(model: torch.nn.Module, layer: int | None, head: int | None
     layers = len(model.decoder)
     if layer is not None and not -layers <= layer < layers:
         raise NmtkitError(f"--layer {layer} is out of range; the model has {layers} decoder layers (0..{layers - 1})")
+    if not hasattr(model, "attention_head"):
+        if head is not None:
+            raise NmtkitError(f"{type(model).__name__} has no attention heads; --head does not apply to it")
+        model.attention_layer = layer
+        return
     heads = model.config.heads
     if head is not None and not 0 <= head < heads:
         raise NmtkitError(f"--head {head} is out of range; the model has {heads} heads (0..{heads - 1})")
@@ -216,7 +222,9 @@ def chosen_attention(model: torch.nn.Module, layer: int | None, head: int | None
         yield
     finally:
         if hasattr(model, "attention_layer"):
-            model.attention_layer, model.attention_head = saved
+            model.attention_layer = saved[0]
+        if hasattr(model, "attention_head"):
+            model.attention_head = saved[1]
 
 
 @torch.no_grad()

@@ -8,6 +8,7 @@ from rich.console import Console
 
 from nmtkit.align import (
     alignment_error,
+    chosen_attention,
     format_pharaoh,
     hard_links,
     parse_pharaoh,
@@ -134,6 +135,27 @@ def test_teacher_forced_attention_shapes_and_layers(make_transformer):
         select_attention(model, 3, None)
     with pytest.raises(NmtkitError, match="--head 2"):
         select_attention(model, None, 2)
+
+
+def test_convs2s_attention_is_the_block_average_or_a_chosen_block():
+    from nmtkit.models.convs2s import ConvS2SConfig
+    from nmtkit.registry import build_model
+
+    torch.manual_seed(0)
+    config = ConvS2SConfig(embed_dim=16, hidden=16, encoder_layers=2, decoder_layers=3, out_embed_dim=16)
+    model = build_model(config, 12, 12, True).eval()
+    sources, targets, cpu = [[4, 5, 6]], [[9, 10, 11]], torch.device("cpu")
+    blocks = []
+    for layer in range(3):
+        select_attention(model, layer, None)
+        blocks.append(teacher_forced_attention(model, sources, targets, cpu)[0])
+    assert not torch.allclose(blocks[0], blocks[2])
+    with chosen_attention(model, None, None):
+        average = teacher_forced_attention(model, sources, targets, cpu)[0]
+    torch.testing.assert_close(average, torch.stack(blocks).mean(dim=0))
+    assert model.attention_layer == 2  # restored after the block
+    with pytest.raises(NmtkitError, match="no attention heads"):
+        select_attention(model, 0, 1)
 
 
 # --- heat-maps --------------------------------------------------------------------------------------------------

@@ -140,7 +140,10 @@ class DecoderBlock(nn.Module):
 
 @register_model("convs2s", config=ConvS2SConfig)
 class ConvS2S(EncoderDecoder):
-    """Convolutional encoder-decoder; attention returned is the average over the decoder blocks (as fairseq)."""
+    """Convolutional encoder-decoder; attention returned is the average over the decoder blocks (as fairseq), or
+    the block `attention_layer` (an index into the decoder blocks, for word alignment) when it is set."""
+
+    attention_layer: int | None = None
 
     def __init__(self, config: ConvS2SConfig, src_vocab: int, tgt_vocab: int, shared_vocab: bool):
         super().__init__()
@@ -190,13 +193,15 @@ class ConvS2S(EncoderDecoder):
         x = self.decoder_in(embedded)  # (B, T, H)
         if histories is None:
             histories = [x.new_zeros(x.size(0), self.config.decoder_kernel - 1, x.size(2))] * len(self.decoder)
-        new_histories, attention = [], 0.0
+        new_histories, blocks_weights = [], []
         for block, history in zip(self.decoder, histories):
             x, history, weights = block(x, history, embedded, memory)
             new_histories.append(history)
-            attention = attention + weights
+            blocks_weights.append(weights)
         logits = self.output(self.dropout(self.decoder_out(x)))  # (B, T, V)
-        return logits, new_histories, attention / len(self.decoder)
+        if self.attention_layer is not None:
+            return logits, new_histories, blocks_weights[self.attention_layer]
+        return logits, new_histories, torch.stack(blocks_weights).mean(dim=0)
 
     def init_state(self, memory: Memory) -> State:
         keys = memory["keys"]
