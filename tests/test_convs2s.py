@@ -9,6 +9,7 @@ import random
 import pytest
 import torch
 import torch.nn.functional as F
+from model_checks import assert_step_matches_forward
 
 from nmtkit.data.dataset import encode_sources, pad_sequences
 from nmtkit.data.subword import BOS, EOS, PAD
@@ -49,16 +50,7 @@ def test_incremental_decoding_equals_forward(decoder_kernel, weight_norm):
     model = make_convs2s(decoder_kernel=decoder_kernel, weight_norm=weight_norm)
     src, src_mask = encode_sources([[4, 5, 6], [7, 8, 9, 10, 11, 4], [5, 9, 11, 6]])
     tgt_in = torch.tensor([[BOS, 4, 9, 5, 11, 6], [BOS, 7, 7, 10, 4, 8], [BOS, 6, 5, 4, 9, 9]])
-    with torch.no_grad():
-        logits, attention = model(src, src_mask, tgt_in, need_attention=True)
-        expected = F.log_softmax(logits, dim=-1)
-        memory = model.encode(src, src_mask)
-        state = model.init_state(memory)
-        for t in range(tgt_in.size(1)):
-            log_probs, state, step_attention = model.step(tgt_in[:, t], state, memory)
-            assert log_probs.dtype == torch.float32
-            torch.testing.assert_close(log_probs, expected[:, t], rtol=0, atol=1e-5)
-            torch.testing.assert_close(step_attention, attention[:, t], rtol=0, atol=1e-5)
+    assert_step_matches_forward(model, src, src_mask, tgt_in)
 
 
 @pytest.mark.parametrize("encoder_kernel", [3, 4, 5])

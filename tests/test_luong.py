@@ -10,6 +10,7 @@ import dataclasses
 import pytest
 import torch
 import torch.nn.functional as F
+from model_checks import assert_step_matches_forward
 
 from nmtkit.data.dataset import encode_sources, pad_sequences
 from nmtkit.data.subword import BOS
@@ -115,15 +116,7 @@ def test_step_equals_forward_for_every_score_window_and_feeding(score, window, i
     model = make(attention=score, window=window, window_width=width, input_feeding=input_feeding,
                  embed_dim=8 if score in ("dot", "scaled_dot", "cosine") else 6)
     src, src_mask, tgt_in = batch()
-    with torch.no_grad():
-        logits, attention = model(src, src_mask, tgt_in, need_attention=True)
-        expected = F.log_softmax(logits, dim=-1)
-        memory = model.encode(src, src_mask)
-        state = model.init_state(memory)
-        for t in range(tgt_in.size(1)):
-            log_probs, state, step_attention = model.step(tgt_in[:, t], state, memory)
-            torch.testing.assert_close(log_probs, expected[:, t], rtol=0, atol=1e-5)
-            torch.testing.assert_close(step_attention, attention[:, t], rtol=0, atol=1e-5)
+    attention, state = assert_step_matches_forward(model, src, src_mask, tgt_in)
     assert state["position"].tolist() == [tgt_in.size(1)] * 3
     check_attention(attention, src_mask, window, width)
     assert model(src, src_mask, tgt_in)[1] is None

@@ -10,6 +10,7 @@ import random
 import pytest
 import torch
 import torch.nn.functional as F
+from model_checks import assert_step_matches_forward
 
 import nmtkit.models  # noqa: F401  (registers the built-in models)
 from nmtkit.data.dataset import encode_sources, pad_sequences
@@ -68,17 +69,7 @@ def test_step_reproduces_forward(name):
     model = make_model(name)
     src, src_mask = encode_sources(SOURCES)
     tgt_in = target_inputs(TARGETS)
-    with torch.no_grad():
-        logits, attention = model(src, src_mask, tgt_in, need_attention=True)
-        expected = F.log_softmax(logits.float(), dim=-1)
-        memory = model.encode(src, src_mask)
-        state = model.init_state(memory)
-        for t in range(tgt_in.size(1)):
-            log_probs, state, step_attention = model.step(tgt_in[:, t], state, memory)
-            assert log_probs.dtype == torch.float32
-            torch.testing.assert_close(log_probs, expected[:, t], rtol=0, atol=1e-5)
-            if attention is not None:
-                torch.testing.assert_close(step_attention, attention[:, t], rtol=0, atol=1e-5)
+    assert_step_matches_forward(model, src, src_mask, tgt_in)
 
 
 @pytest.mark.parametrize("name", NAMES)

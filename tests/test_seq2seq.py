@@ -8,6 +8,7 @@ import itertools
 import pytest
 import torch
 import torch.nn.functional as F
+from model_checks import assert_step_matches_forward
 
 from nmtkit.data.dataset import encode_sources, pad_sequences
 from nmtkit.data.subword import BOS, EOS, PAD
@@ -35,15 +36,7 @@ def batch():
 
 def assert_step_equals_forward(model) -> None:
     src, src_mask, tgt_in = batch()
-    with torch.no_grad():
-        logits, attention = model(src, src_mask, tgt_in, need_attention=True)
-        expected = F.log_softmax(logits, dim=-1)
-        memory = model.encode(src, src_mask)
-        state = model.init_state(memory)
-        for t in range(tgt_in.size(1)):
-            log_probs, state, step_attention = model.step(tgt_in[:, t], state, memory)
-            torch.testing.assert_close(log_probs, expected[:, t], rtol=0, atol=1e-5)
-            assert step_attention is None
+    attention, _ = assert_step_matches_forward(model, src, src_mask, tgt_in)
     assert attention is None  # no attention, even when asked for
 
 

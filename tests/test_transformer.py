@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-import torch.nn.functional as F
+from model_checks import assert_step_matches_forward
 
 from nmtkit.data.dataset import encode_sources, pad_sequences
 from nmtkit.data.subword import BOS
@@ -34,15 +34,7 @@ def test_incremental_decoding_equals_forward(make_transformer, source_batch, nor
     model = make_transformer(norm=norm, positions=positions)
     _, src, src_mask = source_batch
     tgt_in = torch.tensor([[BOS, 4, 9, 5, 11, 6], [BOS, 7, 7, 10, 4, 8], [BOS, 6, 5, 4, 9, 9]])
-    with torch.no_grad():
-        logits, attention = model(src, src_mask, tgt_in, need_attention=True)
-        expected = F.log_softmax(logits, dim=-1)
-        memory = model.encode(src, src_mask)
-        state = model.init_state(memory)
-        for t in range(tgt_in.size(1)):
-            log_probs, state, step_attention = model.step(tgt_in[:, t], state, memory)
-            torch.testing.assert_close(log_probs, expected[:, t], rtol=0, atol=1e-5)
-            torch.testing.assert_close(step_attention, attention[:, t], rtol=0, atol=1e-5)
+    assert_step_matches_forward(model, src, src_mask, tgt_in)
 
 
 @pytest.mark.parametrize("norm, positions", VARIANTS)

@@ -41,7 +41,7 @@ from nmtkit.data.subword import PAD
 from nmtkit.models.base import EncoderDecoder, Memory, State
 from nmtkit.modules.attention import Attention
 from nmtkit.modules.readout import DeepOutput
-from nmtkit.modules.rnn import LayerState, RNNEncoder, RNNStack, states_from_dict, states_to_dict
+from nmtkit.modules.rnn import LayerState, RNNEncoder, RNNStack, init_uniform, states_from_dict, states_to_dict
 from nmtkit.registry import register_model
 
 
@@ -92,12 +92,8 @@ class Bahdanau(EncoderDecoder):
 
     def _initialise(self, scale: float) -> None:
         """uniform(-x, x) for every weight but the attention score's, which keeps its own initialisation."""
-        for module in (self.encoder, self.tgt_embed, self.init_proj, self.decoder, self.readout, self.output):
-            for parameter in module.parameters():
-                nn.init.uniform_(parameter, -scale, scale)
-        with torch.no_grad():
-            self.tgt_embed.weight[PAD].zero_()
-            self.encoder.embedding.weight[PAD].zero_()
+        init_uniform((self.encoder, self.tgt_embed, self.init_proj, self.decoder, self.readout, self.output), scale,
+                     (self.tgt_embed, self.encoder.embedding))
 
     def encode(self, src: Tensor, src_mask: Tensor) -> Memory:
         annotations, finals = self.encoder(src, src_mask)  # h_j (B, S, H); final state of each layer

@@ -34,7 +34,7 @@ from nmtkit.config import option
 from nmtkit.data.subword import PAD
 from nmtkit.models.base import EncoderDecoder, Memory, State
 from nmtkit.modules.attention import Attention
-from nmtkit.modules.rnn import LayerState, RNNEncoder, RNNStack, states_from_dict, states_to_dict
+from nmtkit.modules.rnn import LayerState, RNNEncoder, RNNStack, init_uniform, states_from_dict, states_to_dict
 from nmtkit.registry import register_model
 
 
@@ -103,12 +103,8 @@ class GNMT(EncoderDecoder):
 
     def _initialise(self, scale: float) -> None:
         """uniform(-scale, scale) as in the paper's training procedure; the score keeps its own initialisation."""
-        for module in (self.encoder, self.tgt_embed, self.bottom, self.upper, self.output):
-            for parameter in module.parameters():
-                nn.init.uniform_(parameter, -scale, scale)
-        with torch.no_grad():
-            self.tgt_embed.weight[PAD].zero_()
-            self.encoder.embedding.weight[PAD].zero_()
+        init_uniform((self.encoder, self.tgt_embed, self.bottom, self.upper, self.output), scale,
+                     (self.tgt_embed, self.encoder.embedding))
 
     def encode(self, src: Tensor, src_mask: Tensor) -> Memory:
         keys, _ = self.encoder(src, src_mask)  # (B, S, H); the final states are not passed on

@@ -26,7 +26,7 @@ from nmtkit.config import option
 from nmtkit.data.subword import PAD
 from nmtkit.models.base import EncoderDecoder, Memory, State
 from nmtkit.modules.attention import Attention
-from nmtkit.modules.rnn import LayerState, RNNEncoder, RNNStack, states_from_dict, states_to_dict
+from nmtkit.modules.rnn import LayerState, RNNEncoder, RNNStack, init_uniform, states_from_dict, states_to_dict
 from nmtkit.registry import register_model
 
 
@@ -96,9 +96,7 @@ class Luong(EncoderDecoder):
         """uniform(-scale, scale), the paper's 0.1 (Section 4.1), for the recurrent and output layers. Embeddings
         keep N(0, 1): uniform(-0.1, 0.1) embeddings left a small model stuck at the unigram loss for 400 Adam updates
         on the reverse task, where N(0, 1) ones learn it. The attention scores keep their own initialisation."""
-        for module in (self.encoder.layers, self.decoder, self.combine, self.output):
-            for parameter in module.parameters():
-                nn.init.uniform_(parameter, -scale, scale)
+        init_uniform((self.encoder.layers, self.decoder, self.combine, self.output), scale)
 
     def encode(self, src: Tensor, src_mask: Tensor) -> Memory:
         index = reversal_index(src_mask) if self.config.reverse_source else None

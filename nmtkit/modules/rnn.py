@@ -48,6 +48,17 @@ def states_from_dict(state: dict[str, Tensor], layers: int, prefix: str = "") ->
             for index in range(layers)]
 
 
+def init_uniform(modules: tuple[nn.Module, ...], scale: float, embeddings: tuple[nn.Embedding, ...] = ()) -> None:
+    """uniform(-scale, scale) for every parameter of `modules`, the initialisation of the RNN papers; the PAD rows of
+    `embeddings` (when they are among the modules) are zeroed again."""
+    for module in modules:
+        for parameter in module.parameters():
+            nn.init.uniform_(parameter, -scale, scale)
+    with torch.no_grad():
+        for embedding in embeddings:
+            embedding.weight[embedding.padding_idx].zero_()
+
+
 class RNNEncoder(nn.Module):
     """Embedding and stacked recurrent layers over a padded batch.
 
