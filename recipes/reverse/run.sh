@@ -15,6 +15,7 @@ nmtkit -q prepare --subword word --vocab-size 100 --out "$data/prepared" \
   --dev-src "$data/raw/dev.src" --dev-tgt "$data/raw/dev.tgt" \
   --test-src "$data/raw/test.src" --test-tgt "$data/raw/test.tgt" > /dev/null
 rm -rf "$out"
+mkdir -p "$(dirname "$out")"
 nmtkit train --data "$data/prepared" --config "$config" --model "$model" --out "$out" > "$out.summary.json"
 nmtkit translate -m "$out/model.pt" --input "$data/raw/test.src" > "$out/test.hyp"
 python - "$out/test.hyp" "$data/raw/test.tgt" <<'PY'
