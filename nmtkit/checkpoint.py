@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import tempfile
 from dataclasses import dataclass
@@ -109,3 +111,35 @@ def average_checkpoints(paths: list[Path]) -> dict:
                for name in payloads[-1]["model"]}
     averaged = {name: value.to(payloads[-1]["model"][name].dtype) for name, value in weights.items()}
     return {**payloads[-1], "model": averaged, "train_state": None}
+
+
+def rng_state(device: torch.device) -> dict:
+    state = {"torch": torch.get_rng_state()}
+    if device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    return state
+
+
+def set_rng_state(state: dict, device: torch.device) -> None:
+    torch.set_rng_state(state["torch"])
+    if device.type == "cuda" and state.get("cuda") is not None:
+        torch.cuda.set_rng_state(state["cuda"], device)
+
+
+def truncate_metrics(path: Path, step: int) -> None:
+    """Drop the records of steps after `step` (and a line cut short by a kill): a resumed run redoes them."""
+    if not path.exists():
+        return
+
+    def record_step(line: str) -> float:
+        try:
+            return json.loads(line).get("step", 0)
+        except json.JSONDecodeError:
+            return math.inf
+
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    kept = [line for line in lines if line.endswith("\n") and record_step(line) <= step]
+    if len(kept) != len(lines):
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text("".join(kept), encoding="utf-8")
+        os.replace(tmp, path)

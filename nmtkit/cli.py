@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import re
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -141,12 +142,20 @@ def train(
     device: Annotated[str | None, typer.Option(help="auto, cpu, cuda, cuda:N")] = None,
     threads: Annotated[int | None, typer.Option(help="CPU threads (0 = all cores)")] = None,
     seed: Annotated[int | None, typer.Option(help="random seed")] = None,
+    update_freq: Annotated[int | None, typer.Option(help="accumulate gradients over N batches per update")] = None,
+    gpus: Annotated[int, typer.Option(help="train on N GPUs of this machine: N processes under torchrun (DDP)")] = 0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
 ) -> None:
-    """Train a model; prints a JSON summary on stdout when done."""
+    """Train a model; prints a JSON summary on stdout when done.
+
+    SIGINT (Ctrl-C) or SIGTERM stops after the current update and saves last.pt (exit status 130 or 143);
+    `--resume` continues exactly from there. Under torchrun (`torchrun --nproc-per-node=N -m nmtkit train ...`)
+    each process trains on its share of every update's batches."""
     from nmtkit.config import apply_overrides, build_config, load_yaml
     from nmtkit.training import train as run_training
 
+    if gpus > 1 and "LOCAL_RANK" not in os.environ:
+        raise typer.Exit(_launch_on_gpus(gpus))
     raw = load_yaml(out / "config.yaml") if resume and config is None and (out / "config.yaml").exists() else {}
     raw = load_yaml(config) if config else raw
     if model:  # a model section written for another model does not apply to this one
@@ -154,10 +163,31 @@ def train(
         raw["model"] = section if isinstance(section, dict) and section.get("name", model) == model else {}
         raw["model"]["name"] = model
     flags = {"max_steps": max_steps, "max_time": parse_duration(max_time) if max_time else None,
-             "device": device, "threads": threads, "seed": seed}
+             "device": device, "threads": threads, "seed": seed, "update_freq": update_freq}
     raw.setdefault("train", {}).update({key: value for key, value in flags.items() if value is not None})
     summary = run_training(build_config(apply_overrides(raw, overrides or [])), data, out, resume, quiet)
-    print(json.dumps(summary))
+    if summary is not None:  # rank 0 of a torchrun job, or a single process
+        print(json.dumps(summary))
+        if "interrupted" in summary:
+            raise typer.Exit(128 + getattr(signal, summary["interrupted"]))
+
+
+def _launch_on_gpus(gpus: int) -> int:
+    """Run this same `nmtkit ... train` command (without --gpus) as `gpus` processes under torchrun."""
+    import torch
+
+    from nmtkit.distributed import launch
+
+    if torch.cuda.device_count() < gpus:
+        raise NmtkitError(f"--gpus {gpus} needs {gpus} CUDA devices, this machine has {torch.cuda.device_count()}; "
+                          "for several CPU processes run torchrun --nproc-per-node=N -m nmtkit train --device cpu ...")
+    argv, skip = [], False
+    for arg in sys.argv[1:]:
+        if skip or arg == "--gpus" or arg.startswith("--gpus="):
+            skip = arg == "--gpus"
+            continue
+        argv.append(arg)
+    return launch(gpus, argv)
 
 
 def _open_lines(path: Path | None):

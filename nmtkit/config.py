@@ -49,7 +49,7 @@ class TrainConfig:
     max_time: float = option(0.0, "stop after this many seconds of training (0 = no limit)")
     max_epochs: int = option(0, "stop after this many epochs (0 = no limit)")
     batch_tokens: int = option(4096, "token budget per batch (source or target, padding included)")
-    update_freq: int = option(1, "accumulate gradients over this many batches per update")
+    update_freq: int = option(1, "accumulate gradients over this many batches per update (per process)")
     lr: float = option(7e-4, "peak learning rate, reached at the end of warmup")
     warmup: int = option(4000, "linear warmup steps, then inverse square-root decay")
     adam_beta1: float = option(0.9, "Adam beta1")
@@ -71,8 +71,15 @@ class TrainConfig:
     seed: int = option(1, "random seed")
     threads: int = option(0, "CPU threads for torch (0 = all cores)")
     device: str = option("auto", "auto, cpu, cuda or cuda:N")
-    amp: Literal["none", "bf16", "auto"] = option(
-        "none", "bf16 autocast; auto = bf16 where the device computes it natively (CUDA with bf16, AVX512-BF16/AMX)")
+    amp: Literal["none", "bf16", "fp16", "auto"] = option(
+        "none", "bf16 autocast; fp16 autocast with a dynamic gradient scaler; auto = bf16 where the device computes "
+        "it natively (CUDA with bf16, AVX512-BF16/AMX), float32 elsewhere")
+    compile: bool = option(False, "torch.compile the training forward pass (slow to start; pays on long GPU runs)")
+    activation_checkpointing: bool = option(
+        False, "recompute each layer's activations in the backward pass instead of keeping them (less memory, "
+        "about a third more compute; Transformer and ConvS2S)")
+    max_nonfinite: int = option(10, "abort after this many updates in a row with a non-finite loss or gradient "
+                                    "(each one is skipped)")
     log_every: int = option(100, "log training statistics every N updates")
 
 

@@ -1,12 +1,17 @@
-"""Device and thread selection shared by training and translation."""
+"""Device, thread and precision selection shared by training and translation; stop signals for training."""
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
+import threading
 
 import torch
 
 from nmtkit.errors import NmtkitError
+
+log = logging.getLogger(__name__)
 
 
 def pick_device(name: str = "auto") -> torch.device:
@@ -36,6 +41,37 @@ def native_bf16(device: torch.device) -> bool:
     return device.type == "cpu" and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
-def use_bf16(amp: str, device: torch.device) -> bool:
-    """Resolve the `train.amp` setting: none, bf16, or auto (bf16 where native)."""
-    return amp == "bf16" or (amp == "auto" and native_bf16(device))
+def autocast_dtype(amp: str, device: torch.device) -> torch.dtype | None:
+    """Resolve the `train.amp` setting: none, bf16, fp16, or auto (bf16 where native); None means float32."""
+    if amp == "bf16" or (amp == "auto" and native_bf16(device)):
+        return torch.bfloat16
+    return torch.float16 if amp == "fp16" else None
+
+
+class StopSignals:
+    """While active, SIGINT and SIGTERM ask training to stop after the current update and save last.pt.
+
+    With `second_interrupt_stops`, a second Ctrl-C stops at once (the last saved last.pt stays intact); under
+    torchrun it is off, because the launcher relays the terminal's Ctrl-C to the workers a second time."""
+
+    def __init__(self, second_interrupt_stops: bool):
+        self.received: str | None = None
+        self.second_interrupt_stops = second_interrupt_stops
+        self._previous: dict = {}
+
+    def __enter__(self) -> StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            for number in (signal.SIGINT, signal.SIGTERM):
+                self._previous[number] = signal.signal(number, self._receive)
+        return self
+
+    def _receive(self, number: int, frame) -> None:
+        if self.received is not None and number == signal.SIGINT and self.second_interrupt_stops:
+            raise KeyboardInterrupt
+        if self.received is None:
+            self.received = signal.Signals(number).name
+            log.warning("%s received: stopping after this update and saving last.pt", self.received)
+
+    def __exit__(self, *exc_info) -> None:
+        for number, handler in self._previous.items():
+            signal.signal(number, handler)

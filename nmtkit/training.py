@@ -1,6 +1,7 @@
 """The training loop: label-smoothed cross-entropy, Adam with inverse square-root warmup, token-budget batches,
-gradient clipping and accumulation, periodic validation (loss and greedy BLEU), best/last checkpoints written
-atomically, exact resume, time/step/epoch budgets and early stopping.
+gradient clipping and accumulation, mixed precision, data-parallel processes (DDP), periodic validation (loss and
+greedy BLEU), best/last checkpoints written atomically, exact resume, time/step/epoch budgets, early stopping,
+a clean stop on SIGINT/SIGTERM, skipped non-finite updates and out-of-memory batches split in two.
 """
 
 from __future__ import annotations
@@ -11,24 +12,37 @@ import logging
 import math
 import sys
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
 import sacrebleu
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
+from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from nmtkit.checkpoint import LoadedModel, load_checkpoint, make_payload, save_atomic, step_checkpoints
+from nmtkit.checkpoint import (
+    LoadedModel,
+    load_checkpoint,
+    make_payload,
+    rng_state,
+    save_atomic,
+    set_rng_state,
+    step_checkpoints,
+    truncate_metrics,
+)
 from nmtkit.config import Config, DecodeConfig, save_yaml
 from nmtkit.data.corpus import read_lines
 from nmtkit.data.dataset import Batch, ParallelData
 from nmtkit.data.prepare import load_subwords, read_manifest
 from nmtkit.data.subword import PAD
+from nmtkit.distributed import World, init_world, leave_world
 from nmtkit.errors import NmtkitError
+from nmtkit.modules.checkpointing import checkpoint_activations
 from nmtkit.registry import build_model
-from nmtkit.runtime import pick_device, set_threads, use_bf16
+from nmtkit.runtime import StopSignals, autocast_dtype, set_threads
 from nmtkit.translate import Translator
 
 log = logging.getLogger(__name__)
@@ -79,6 +93,31 @@ def inverse_sqrt(warmup: int):
     return factor
 
 
+class TrainingForward(nn.Module):
+    """The training-time forward pass as one module, so that DDP and torch.compile wrap it whole: teacher forcing,
+    or scheduled sampling when `probability` > 0. Returns logits (B, T, V)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor, probability: float = 0.0) -> Tensor:
+        if probability > 0:  # log-probs are valid logits: log_softmax leaves them unchanged
+            return scheduled_sampling_log_probs(self.model, src, src_mask, tgt_in, probability)
+        return self.model(src, src_mask, tgt_in)[0]
+
+
+def check_train_config(train) -> None:
+    """Settings that are each valid alone but not together, or out of range."""
+    if not 0.0 <= train.scheduled_sampling <= 1.0:
+        raise NmtkitError(f"train.scheduled_sampling must be a probability, got {train.scheduled_sampling}")
+    if train.update_freq < 1 or train.batch_tokens < 1:
+        raise NmtkitError("train.update_freq and train.batch_tokens must be at least 1")
+    if train.compile and train.scheduled_sampling > 0:
+        raise NmtkitError("train.compile does not combine with train.scheduled_sampling (the decoder unrolled step by "
+                          "step would be recompiled); use one or the other")
+
+
 @dataclass
 class Progress:
     """Everything besides weights and optimizer that exact resume needs."""
@@ -91,60 +130,112 @@ class Progress:
     bad_validations: int = 0
     tgt_tokens: int = 0
     train_seconds: float = 0.0
+    nonfinite_in_row: int = 0
+    skipped_updates: int = 0
+
+
+def new_window() -> dict:
+    return {"loss": 0.0, "nll": 0.0, "tokens": 0, "updates": 0, "seconds": 0.0}
 
 
 class Trainer:
-    """Holds the model, data and optimisation state of one run directory."""
+    """Holds the model, data and optimisation state of one run directory (in each process under torchrun)."""
 
-    def __init__(self, config: Config, data_dir: Path, out_dir: Path, quiet: bool = False):
+    def __init__(self, config: Config, data_dir: Path, out_dir: Path, quiet: bool = False,
+                 world: World | None = None):
         self.config, self.data_dir, self.out_dir, self.quiet = config, data_dir, out_dir, quiet
-        if not 0.0 <= config.train.scheduled_sampling <= 1.0:
-            raise NmtkitError(f"train.scheduled_sampling must be a probability, got {config.train.scheduled_sampling}")
-        self.device = pick_device(config.train.device)
-        self.threads = set_threads(config.train.threads)
-        self.bf16 = use_bf16(config.train.amp, self.device)
-        torch.manual_seed(config.train.seed)
+        train = config.train
+        check_train_config(train)
+        self.world = world or init_world(train.device)
+        self.device = self.world.device
+        self.threads = set_threads(train.threads)
+        self.precision = autocast_dtype(train.amp, self.device)
+        torch.manual_seed(train.seed)
         manifest = read_manifest(data_dir)
         self.subwords = load_subwords(data_dir)
         self.train_data = ParallelData(data_dir, "train")
         self.has_dev = "dev" in manifest["splits"]
         self.dev_data = ParallelData(data_dir, "dev") if self.has_dev else None
-        shared = self.subwords[0] is self.subwords[1]
-        self.model = build_model(config.model, self.subwords[0].vocab_size, self.subwords[1].vocab_size, shared)
-        self.model.to(self.device)
+        self.model = self._build_model()
+        self.ddp = self._distribute(TrainingForward(self.model))
+        self.forward = torch.compile(self.ddp) if train.compile else self.ddp
         self.optimizer = torch.optim.AdamW(
-            self.model.parameters(), lr=config.train.lr, betas=(config.train.adam_beta1, config.train.adam_beta2),
-            eps=config.train.adam_eps, weight_decay=config.train.weight_decay)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, inverse_sqrt(config.train.warmup))
+            self.model.parameters(), lr=train.lr, betas=(train.adam_beta1, train.adam_beta2), eps=train.adam_eps,
+            weight_decay=train.weight_decay)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, inverse_sqrt(train.warmup))
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision is torch.float16)
         self.progress = Progress()
+        self.last_validated = 0
+        self._epoch: tuple[int, list] = (-1, [])
+        if self.world.rank > 0:  # the same initial weights everywhere, then each process its own dropout masks
+            torch.manual_seed(train.seed + self.world.rank)
+
+    def _build_model(self) -> nn.Module:
+        shared = self.subwords[0] is self.subwords[1]
+        model = build_model(self.config.model, self.subwords[0].vocab_size, self.subwords[1].vocab_size, shared)
+        if self.config.train.activation_checkpointing:
+            layers = model.checkpoint_layers()
+            if not layers:
+                raise NmtkitError(f"model {self.config.model.name} does not support train.activation_checkpointing "
+                                  "(transformer and convs2s do)")
+            checkpoint_activations(layers)
+        return model.to(self.device)
+
+    def _distribute(self, forward: TrainingForward) -> nn.Module:
+        if not self.world.distributed:
+            return forward
+        device_ids = [self.device.index] if self.device.type == "cuda" else None
+        return DistributedDataParallel(forward, device_ids=device_ids)
+
+    @property
+    def precision_name(self) -> str:
+        return {torch.bfloat16: "bf16 autocast", torch.float16: "fp16 autocast"}.get(self.precision, "float32")
 
     # ---------------------------------------------------------------- checkpoints
-    def train_state(self) -> dict:
-        state = {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
-                 "progress": vars(self.progress), "torch_rng": torch.get_rng_state()}
-        if self.device.type == "cuda":
-            state["cuda_rng"] = torch.cuda.get_rng_state(self.device)
-        return state
+    def train_state(self, rng: list[dict]) -> dict:
+        return {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+                "scaler": self.scaler.state_dict(), "progress": vars(self.progress), "rng": rng}
 
-    def save(self, name: str, with_train_state: bool) -> None:
-        state = self.train_state() if with_train_state else None
-        save_atomic(make_payload(self.config, self.model, self.subwords, state), self.out_dir / name)
+    def save(self, name: str, train_state: dict | None = None) -> None:
+        save_atomic(make_payload(self.config, self.model, self.subwords, train_state), self.out_dir / name)
+
+    def save_last(self) -> None:
+        """Write last.pt with the random state of every process; every process calls this, rank 0 writes."""
+        rng = self.world.gather(rng_state(self.device))
+        if self.world.is_main:
+            self.save("last.pt", self.train_state(rng))
 
     def resume(self) -> None:
-        payload = load_checkpoint(self.out_dir / "last.pt")
-        if payload.get("train_state") is None:
-            raise NmtkitError(f"{self.out_dir / 'last.pt'} holds no training state; cannot resume from it")
-        self.model.load_state_dict(payload["model"])
-        state = payload["train_state"]
+        path = self.out_dir / "last.pt"
+        payload = load_checkpoint(path)
+        state = payload.get("train_state")
+        if state is None:
+            raise NmtkitError(f"{path} holds no training state; cannot resume from it")
+        try:
+            self.model.load_state_dict(payload["model"])
+        except RuntimeError as error:
+            raise NmtkitError(f"{path} does not fit this model and data ({str(error).splitlines()[-1].strip()}); "
+                              "resume with the data and config of the run, or train into a new --out") from error
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
+        if "scaler" in state:
+            self.scaler.load_state_dict(state["scaler"])
         known = {field.name for field in dataclasses.fields(Progress)}
         self.progress = Progress(**{key: value for key, value in state["progress"].items() if key in known})
-        torch.set_rng_state(state["torch_rng"])
-        if "cuda_rng" in state and self.device.type == "cuda":
-            torch.cuda.set_rng_state(state["cuda_rng"], self.device)
+        self.last_validated = self.progress.step
+        self._restore_rng(state)
+        if self.world.is_main:
+            truncate_metrics(self.out_dir / "metrics.jsonl", self.progress.step)
         log.info("resumed from step %d (epoch %d, batch %d)", self.progress.step, self.progress.epoch,
                  self.progress.batch_in_epoch)
+
+    def _restore_rng(self, state: dict) -> None:
+        states = state.get("rng") or [{"torch": state["torch_rng"], "cuda": state.get("cuda_rng")}]
+        if self.world.rank < len(states):
+            set_rng_state(states[self.world.rank], self.device)
+        else:
+            log.warning("last.pt holds the random state of %d processes; process %d starts a fresh one",
+                        len(states), self.world.rank)
 
     # ---------------------------------------------------------------- one update
     def sampling_probability(self) -> float:
@@ -152,31 +243,89 @@ class Trainer:
         ramp = min(1.0, self.progress.step / train.sampling_ramp) if train.sampling_ramp > 0 else 1.0
         return train.scheduled_sampling * ramp
 
-    def _loss(self, batch: Batch) -> tuple[Tensor, Tensor]:
-        probability = self.sampling_probability()
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-            if probability > 0:  # log-probs are valid logits: log_softmax leaves them unchanged
-                logits = scheduled_sampling_log_probs(self.model, batch.src, batch.src_mask, batch.tgt_in,
-                                                      probability)
-            else:
-                logits, _ = self.model(batch.src, batch.src_mask, batch.tgt_in)
+    def _loss(self, batch: Batch, probability: float) -> tuple[Tensor, Tensor]:
+        with torch.autocast(self.device.type, dtype=self.precision or torch.bfloat16,
+                            enabled=self.precision is not None):
+            logits = self.forward(batch.src, batch.src_mask, batch.tgt_in, probability)
         return label_smoothed_nll(logits, batch.tgt_out, self.config.train.label_smoothing)
 
-    def update(self, batches: list[Batch]) -> dict:
-        """One optimizer step over `batches` (gradient accumulation), normalised by their target tokens."""
+    def _backward(self, batches: list[Batch], tokens: float, weight: float) -> tuple[float, float]:
+        """Forward and backward of this process's batches. Each loss is scaled so that the gradients add up to the
+        update's loss per target token over all processes (DDP averages over processes, hence the factor of
+        their number); DDP exchanges gradients in the backward pass of the last batch only."""
+        scale = weight * self.world.size / max(tokens, 1.0)
+        probability = self.sampling_probability()
+        loss_sum = nll_sum = 0.0
+        for index, batch in enumerate(batches):
+            exchange = self.world.distributed and index < len(batches) - 1
+            with self.ddp.no_sync() if exchange else nullcontext():
+                loss, nll = self._loss(batch.to(self.device), probability)
+                self.scaler.scale(loss * scale).backward()
+            loss_sum, nll_sum = loss_sum + weight * loss.item(), nll_sum + weight * nll.item()
+        return loss_sum, nll_sum
+
+    def update(self, batches: list[Batch], tokens: float, weight: float = 1.0) -> dict | None:
+        """One optimizer step over this process's `batches` (gradient accumulation); `tokens` counts the target
+        tokens of the whole update on every process. Returns the update's statistics, or None if it was skipped
+        (a non-finite loss or gradient, or an fp16 overflow that the gradient scaler handles)."""
         self.model.train()
-        tokens = sum(batch.num_tgt_tokens for batch in batches)
-        loss_total = nll_total = 0.0
-        for batch in batches:
-            loss, nll = self._loss(batch.to(self.device))
-            (loss / tokens).backward()
-            loss_total, nll_total = loss_total + loss.item(), nll_total + nll.item()
-        if self.config.train.clip_norm > 0:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.train.clip_norm)
-        self.optimizer.step()
+        try:
+            loss_sum, nll_sum = self._backward(batches, tokens, weight)
+            out_of_memory = False
+        except torch.OutOfMemoryError:
+            out_of_memory = True
+        if out_of_memory:  # outside the except block, so that the failed batch's tensors are freed first
+            return self._retry_smaller(batches, tokens, weight)
+        loss_sum, nll_sum = self.world.sum([loss_sum, nll_sum])
+        if not math.isfinite(loss_sum):
+            return self._skip(f"the loss is {loss_sum}")
+        self.scaler.unscale_(self.optimizer)
+        norm = self._clip_gradients()
+        if not math.isfinite(norm) and not self.scaler.is_enabled():
+            return self._skip(f"the gradient norm is {norm}")
+        scale = self.scaler.get_scale()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
         self.optimizer.zero_grad(set_to_none=True)
+        if self.scaler.get_scale() < scale:
+            log.info("step %d: fp16 gradient overflow, update skipped, loss scale now %g", self.progress.step + 1,
+                     self.scaler.get_scale())
+            return None
         self.scheduler.step()
-        return {"loss": loss_total / tokens, "nll": nll_total / tokens, "tokens": tokens}
+        self.progress.nonfinite_in_row = 0
+        return {"loss": loss_sum / tokens, "nll": nll_sum / tokens, "tokens": int(tokens)}
+
+    def _clip_gradients(self) -> float:
+        """Clip the gradient norm to train.clip_norm (when > 0); returns the norm before clipping."""
+        clip = self.config.train.clip_norm
+        return float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip if clip > 0 else math.inf))
+
+    def _skip(self, reason: str) -> None:
+        self.optimizer.zero_grad(set_to_none=True)
+        progress, limit = self.progress, self.config.train.max_nonfinite
+        progress.nonfinite_in_row += 1
+        progress.skipped_updates += 1
+        log.warning("step %d: %s; update skipped (%d in a row, %d allowed)", progress.step + 1, reason,
+                    progress.nonfinite_in_row, limit)
+        if progress.nonfinite_in_row >= limit:
+            raise NmtkitError(f"training diverged at step {progress.step + 1}: {limit} updates in a row were skipped "
+                              f"({reason}); lower train.lr or raise train.warmup, then --resume from last.pt")
+        return None
+
+    def _retry_smaller(self, batches: list[Batch], tokens: float, weight: float) -> dict | None:
+        """After running out of memory: the same update again, each batch split in two."""
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        where = f"out of memory on {self.device} at step {self.progress.step + 1}"
+        if self.world.distributed:
+            raise NmtkitError(f"{where} in process {self.world.rank}: lower train.batch_tokens (and raise "
+                              "train.update_freq to keep the update size)")
+        halves = [half for batch in batches for half in batch.split()]
+        if len(halves) == len(batches):
+            raise NmtkitError(f"{where} with one sentence per batch: lower data.max_words or use a smaller model")
+        log.warning("%s: retrying the update in %d batches instead of %d", where, len(halves), len(batches))
+        return self.update(halves, tokens, weight)
 
     # ---------------------------------------------------------------- validation
     @torch.inference_mode()
@@ -200,7 +349,15 @@ class Trainer:
         return sacrebleu.corpus_bleu(hypotheses, [references]).score
 
     def validate(self) -> bool:
-        """Validate, save last.pt (and model.pt when best); returns True when patience has run out."""
+        """Validate (rank 0), save model.pt when best and last.pt; on every process, True when patience ran out."""
+        self.last_validated = self.progress.step
+        if self.world.is_main:
+            self._validate_and_keep_best()
+        self.save_last()
+        patience = self.config.train.patience
+        return self.world.main_decides(patience > 0 and self.progress.bad_validations >= patience)
+
+    def _validate_and_keep_best(self) -> None:
         started = time.monotonic()
         record = {"step": self.progress.step, "epoch": self.progress.epoch}
         if self.has_dev:
@@ -214,14 +371,11 @@ class Trainer:
         self.write_metrics(record)
         log.info("validation %s", record)
         if improved:
-            self.save("model.pt", with_train_state=False)
+            self.save("model.pt")
         if self.config.train.keep_checkpoints > 0:
-            self.save(f"checkpoint_{self.progress.step}.pt", with_train_state=False)
+            self.save(f"checkpoint_{self.progress.step}.pt")
             for old in step_checkpoints(self.out_dir)[: -self.config.train.keep_checkpoints]:
                 old.unlink()
-        self.save("last.pt", with_train_state=True)
-        patience = self.config.train.patience
-        return patience > 0 and self.progress.bad_validations >= patience
 
     def _track_best(self, record: dict) -> bool:
         metric = self.config.train.best_metric
@@ -246,23 +400,34 @@ class Trainer:
         train, progress = self.config.train, self.progress
         if train.max_steps and progress.step >= train.max_steps:
             return False
-        if train.max_time and progress.elapsed >= train.max_time:
-            return False
-        return not (train.max_epochs and progress.epoch >= train.max_epochs)
+        return not (train.max_time and progress.elapsed >= train.max_time)
 
-    def next_update(self):
-        """Yield lists of `update_freq` batches, continuing exactly where the progress says."""
+    def epoch_batches(self, epoch: int) -> list:
+        if self._epoch[0] != epoch:
+            train = self.config.train
+            self._epoch = (epoch, self.train_data.epoch_batches(train.batch_tokens, train.seed, epoch))
+        return self._epoch[1]
+
+    def next_group(self) -> list | None:
+        """The batches of the next update on all processes together (update_freq per process; fewer at the end
+        of an epoch), from where the progress says; None once train.max_epochs are done."""
         train, progress = self.config.train, self.progress
-        while True:
-            batches = self.train_data.epoch_batches(train.batch_tokens, train.seed, progress.epoch)
-            while progress.batch_in_epoch < len(batches):
+        while not (train.max_epochs and progress.epoch >= train.max_epochs):
+            batches = self.epoch_batches(progress.epoch)
+            if progress.batch_in_epoch < len(batches):
                 start = progress.batch_in_epoch
-                chunk = batches[start : start + train.update_freq]
-                progress.batch_in_epoch += len(chunk)
-                yield [self.train_data.batch(indices) for indices in chunk]
+                return batches[start : start + train.update_freq * self.world.size]
             progress.epoch, progress.batch_in_epoch = progress.epoch + 1, 0
-            if train.max_epochs and progress.epoch >= train.max_epochs:
-                return
+        return None
+
+    def local_batches(self, group: list) -> tuple[list[Batch], float]:
+        """This process's share of an update's batches and their weight. A process left without a batch at the end
+        of an epoch runs the first one with weight 0, so that it still joins DDP's gradient exchange."""
+        per_process = self.config.train.update_freq
+        mine = group[self.world.rank * per_process : (self.world.rank + 1) * per_process]
+        if not mine:
+            return [self.train_data.batch(group[0])], 0.0
+        return [self.train_data.batch(indices) for indices in mine], 1.0
 
     def log_training(self, window: dict) -> None:
         train_seconds = max(window["seconds"], 1e-9)
@@ -272,13 +437,16 @@ class Trainer:
                   "lr": self.scheduler.get_last_lr()[0],
                   "tgt_tokens": window["tokens"], "tgt_tokens_per_s": round(window["tokens"] / train_seconds, 1),
                   "elapsed": round(self.progress.elapsed, 1)}
-        self.write_metrics(record)
+        if self.world.is_main:
+            self.write_metrics(record)
         log.info("train %s", record)
 
-    def _train_one(self, batches: list[Batch], window: dict) -> dict:
+    def _train_one(self, batches: list[Batch], tokens: float, weight: float, window: dict) -> dict | None:
         started = time.monotonic()
-        stats = self.update(batches)
+        stats = self.update(batches, tokens, weight)
         seconds = time.monotonic() - started
+        if stats is None:
+            return None
         self.progress.step += 1
         self.progress.tgt_tokens += stats["tokens"]
         self.progress.train_seconds += seconds
@@ -287,70 +455,106 @@ class Trainer:
             window[key] += value
         return stats
 
-    def run(self) -> dict:
-        """Train until a budget is spent or patience runs out; validates at the end too."""
-        train = self.config.train
-        bar = tqdm(total=train.max_steps or None, initial=self.progress.step, unit="step",
-                   disable=self.quiet or not sys.stderr.isatty(), file=sys.stderr, dynamic_ncols=True)
-        window = {"loss": 0.0, "nll": 0.0, "tokens": 0, "updates": 0, "seconds": 0.0}
-        stopped_early, last_validated, updates = False, self.progress.step, self.next_update()
-        clock = time.monotonic()
-        try:
-            while self.budget_left() and (batches := next(updates, None)) is not None:
-                stats = self._train_one(batches, window)
-                self.progress.elapsed, clock = self.progress.elapsed + time.monotonic() - clock, time.monotonic()
-                bar.update(1)
-                bar.set_postfix(loss=f"{stats['loss']:.3f}", refresh=False)
-                if self.progress.step % train.log_every == 0:
-                    self.log_training(window)
-                    window = dict.fromkeys(window, 0)
-                if self.progress.step % train.valid_every == 0:
-                    last_validated, stopped_early = self.progress.step, self.validate()
-                    self.progress.elapsed, clock = self.progress.elapsed + time.monotonic() - clock, time.monotonic()
-                if stopped_early:
+    def _loop(self, signals: StopSignals, bar: tqdm) -> str:
+        """Run updates until a budget is spent ('budget'), patience runs out ('patience') or a signal arrives (its
+        name). Every process votes before each update, so that all of them stop at the same one."""
+        train, window, clock = self.config.train, new_window(), time.monotonic()
+        while (group := self.next_group()) is not None:
+            batches, weight = self.local_batches(group)
+            local_tokens = weight * sum(batch.num_tgt_tokens for batch in batches)
+            tokens, spent, signalled = self.world.sum(
+                [local_tokens, float(not self.budget_left()), float(signals.received is not None)])
+            if signalled:
+                return signals.received or "SIGTERM"
+            if spent:
+                return "budget"
+            stats = self._train_one(batches, tokens, weight, window)
+            self.progress.batch_in_epoch += len(group)
+            self.progress.elapsed, clock = self.progress.elapsed + time.monotonic() - clock, time.monotonic()
+            if stats is None:
+                continue
+            bar.update(1)
+            bar.set_postfix(loss=f"{stats['loss']:.3f}", refresh=False)
+            if self.progress.step % train.log_every == 0:
+                self.log_training(window)
+                window = new_window()
+            if self.progress.step % train.valid_every == 0:
+                if self.validate():
                     log.info("no improvement in %d validations: stopping", train.patience)
-                    break
-        except KeyboardInterrupt:
-            log.warning("interrupted at step %d: saving last.pt", self.progress.step)
-            self.save("last.pt", with_train_state=True)
-            raise
-        finally:
-            bar.close()
-        if self.progress.step != last_validated or not (self.out_dir / "model.pt").exists():
-            self.validate()
-        return self.summary(stopped_early)
+                    return "patience"
+                self.progress.elapsed, clock = self.progress.elapsed + time.monotonic() - clock, time.monotonic()
+        return "budget"
+
+    def run(self) -> dict:
+        """Train until a budget is spent, patience runs out or SIGINT/SIGTERM asks to stop (then last.pt is saved
+        and the summary says `interrupted`); validates at the end when the last update was not validated."""
+        bar = tqdm(total=self.config.train.max_steps or None, initial=self.progress.step, unit="step",
+                   disable=self.quiet or not self.world.is_main or not sys.stderr.isatty(), file=sys.stderr,
+                   dynamic_ncols=True)
+        with StopSignals(second_interrupt_stops=not self.world.distributed) as signals:
+            try:
+                reason = self._loop(signals, bar)
+            finally:
+                bar.close()
+            if reason in ("SIGINT", "SIGTERM"):
+                self.save_last()
+                log.warning("%s: stopped at step %d; last.pt saved, continue with --resume", reason,
+                            self.progress.step)
+                return {**self.summary(stopped_early=False), "interrupted": reason}
+            unvalidated = self.progress.step != self.last_validated or not (self.out_dir / "model.pt").exists()
+            if self.world.main_decides(unvalidated):
+                self.validate()
+        return self.summary(stopped_early=reason == "patience")
 
     def summary(self, stopped_early: bool) -> dict:
         progress = self.progress
         return {"steps": progress.step, "epochs": progress.epoch, "elapsed_seconds": round(progress.elapsed, 1),
                 "tgt_tokens_per_s": round(progress.tgt_tokens / max(progress.train_seconds, 1e-9), 1),
                 "best": progress.best, "best_metric": self.config.train.best_metric,
-                "stopped_early": stopped_early, "device": str(self.device), "threads": self.threads,
-                "precision": "bf16 autocast" if self.bf16 else "float32",
-                "parameters": sum(p.numel() for p in self.model.parameters())}
+                "stopped_early": stopped_early, "skipped_updates": progress.skipped_updates,
+                "device": str(self.device), "processes": self.world.size, "threads": self.threads,
+                "precision": self.precision_name, "parameters": sum(p.numel() for p in self.model.parameters())}
 
 
-def train(config: Config, data_dir: Path, out_dir: Path, resume: bool = False, quiet: bool = False) -> dict:
-    """Train `config` on `data_dir`, writing config.yaml, train.log, metrics.jsonl, model.pt and last.pt."""
-    has_last = (out_dir / "last.pt").exists()
-    if has_last and not resume:
-        raise NmtkitError(f"{out_dir} already holds a run (last.pt); pass --resume or choose another --out")
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise NmtkitError(f"cannot create run directory {out_dir}: {error.strerror}") from error
+def _log_to_run_dir(out_dir: Path) -> logging.Handler:
     handler = logging.FileHandler(out_dir / "train.log", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.getLogger("nmtkit").addHandler(handler)
+    return handler
+
+
+def train(config: Config, data_dir: Path, out_dir: Path, resume: bool = False, quiet: bool = False) -> dict | None:
+    """Train `config` on `data_dir`, writing config.yaml, train.log, metrics.jsonl, model.pt and last.pt.
+
+    Under torchrun every process calls this: rank 0 writes the run directory and returns the summary, the other
+    processes return None (and log warnings only)."""
+    world = init_world(config.train.device)
+    logger, handler = logging.getLogger("nmtkit"), None
+    level = logger.level
     try:
-        trainer = Trainer(config, data_dir, out_dir, quiet)
-        if resume and has_last:
+        if (out_dir / "last.pt").exists() and not resume:
+            raise NmtkitError(f"{out_dir} already holds a run (last.pt); pass --resume or choose another --out")
+        if world.is_main:
+            try:
+                out_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise NmtkitError(f"cannot create run directory {out_dir}: {error.strerror}") from error
+            handler = _log_to_run_dir(out_dir)
+        else:
+            logger.setLevel(logging.WARNING)
+        trainer = Trainer(config, data_dir, out_dir, quiet, world)
+        if resume and (out_dir / "last.pt").exists():
             trainer.resume()
-        save_yaml(config, out_dir / "config.yaml")
-        log.info("model %s: %d parameters on %s (%d threads, %s)", config.model.name,
-                 sum(p.numel() for p in trainer.model.parameters()), trainer.device, trainer.threads,
-                 "bf16 autocast" if trainer.bf16 else "float32")
-        return trainer.run()
+        if world.is_main:
+            save_yaml(config, out_dir / "config.yaml")
+        log.info("model %s: %d parameters on %s (%d process(es), %d threads, %s)", config.model.name,
+                 sum(p.numel() for p in trainer.model.parameters()), trainer.device, world.size, trainer.threads,
+                 trainer.precision_name)
+        summary = trainer.run()
+        return summary if world.is_main else None
     finally:
-        logging.getLogger("nmtkit").removeHandler(handler)
-        handler.close()
+        logger.setLevel(level)
+        if handler is not None:
+            logger.removeHandler(handler)
+            handler.close()
+        leave_world(world)

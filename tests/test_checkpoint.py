@@ -182,3 +182,12 @@ def test_average_rejects_checkpoints_of_different_models(tmp_path, trained):
     save_atomic(make_payload(bigger, wide, (subword, subword)), tmp_path / "b.pt")
     with pytest.raises(NmtkitError, match="same model"):
         checkpoint.average_checkpoints([tmp_path / "a.pt", tmp_path / "b.pt"])
+
+
+def test_truncate_metrics_drops_records_after_the_step_and_a_cut_line(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"step": 10, "a": 1}\n{"step": 20}\n{"step": 30}\n{"step": 4', encoding="utf-8")
+    checkpoint.truncate_metrics(path, 20)
+    assert path.read_text() == '{"step": 10, "a": 1}\n{"step": 20}\n'
+    checkpoint.truncate_metrics(tmp_path / "absent.jsonl", 5)  # nothing to do
+    assert not (tmp_path / "absent.jsonl").exists()

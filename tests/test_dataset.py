@@ -93,3 +93,19 @@ def test_encode_sources_matches_collate():
     src, src_mask = encode_sources([[4, 5, 6], [7]])
     assert src.tolist() == [[4, 5, 6, EOS], [7, EOS, PAD, PAD]]
     assert src_mask.tolist() == [[True] * 4, [True, True, False, False]]
+
+
+def test_batch_split_halves_the_sentences_and_trims_padding():
+    src = [[5, 6, 7, 8, 9], [5], [6, 7], [8]]
+    tgt = [[9], [4, 5, 6, 7], [4], [5, 6]]
+    batch = collate(TokenArray.from_lists(src), TokenArray.from_lists(tgt), np.arange(4))
+    first, second = batch.split()
+    assert first.indices.tolist() == [0, 1] and second.indices.tolist() == [2, 3]
+    for half, rows in ((first, [0, 1]), (second, [2, 3])):
+        alone = collate(TokenArray.from_lists([src[i] for i in rows]), TokenArray.from_lists([tgt[i] for i in rows]),
+                        np.arange(2))
+        for name in ("src", "src_mask", "tgt_in", "tgt_out"):
+            assert torch.equal(getattr(half, name), getattr(alone, name)), name
+    assert first.num_tgt_tokens + second.num_tgt_tokens == batch.num_tgt_tokens
+    single = collate(TokenArray.from_lists(src[:1]), TokenArray.from_lists(tgt[:1]), np.arange(1))
+    assert single.split() == [single]

@@ -129,3 +129,114 @@ def test_training_with_scheduled_sampling_ramps_the_probability(data_dir: Path, 
     assert summary["steps"] == 6 and math.isfinite(records(tmp_path)[-1]["valid_nll"])
     with pytest.raises(NmtkitError, match="probability"):
         Trainer(tiny_config(scheduled_sampling=1.5), data_dir, tmp_path)
+
+
+class FaultyForward:
+    """Stands in for a trainer's forward pass: calls numbered in `poisoned` (1-based) return NaN logits, and a
+    batch of more than `max_sentences` sentences raises torch.OutOfMemoryError as CUDA would."""
+
+    def __init__(self, forward, poisoned=(), max_sentences: int | None = None):
+        self.forward, self.poisoned, self.max_sentences, self.calls = forward, set(poisoned), max_sentences, 0
+
+    def __call__(self, src, *rest):
+        if self.max_sentences is not None and src.size(0) > self.max_sentences:
+            raise torch.OutOfMemoryError("out of memory (simulated)")
+        self.calls += 1
+        logits = self.forward(src, *rest)
+        return logits * float("nan") if self.calls in self.poisoned else logits
+
+
+def first_batch(trainer: Trainer):
+    batch = trainer.train_data.batch(trainer.epoch_batches(0)[0])
+    return batch, batch.num_tgt_tokens
+
+
+def test_a_nonfinite_update_is_skipped_and_leaves_the_weights_alone(data_dir: Path, tmp_path: Path):
+    trainer = Trainer(tiny_config(), data_dir, tmp_path)
+    before = {name: value.clone() for name, value in trainer.model.state_dict().items()}
+    trainer.forward = FaultyForward(trainer.forward, poisoned={1})
+    batch, tokens = first_batch(trainer)
+    assert trainer.update([batch], tokens) is None
+    assert all(torch.equal(before[name], value) for name, value in trainer.model.state_dict().items())
+    assert all(parameter.grad is None for parameter in trainer.model.parameters())
+    assert trainer.optimizer.state_dict()["state"] == {} and trainer.progress.skipped_updates == 1
+
+
+def test_training_skips_nonfinite_updates_and_goes_on(data_dir: Path, tmp_path: Path, caplog):
+    trainer = Trainer(tiny_config(max_steps=5, valid_bleu=False), data_dir, tmp_path)
+    trainer.forward = FaultyForward(trainer.forward, poisoned={2, 3})
+    summary = trainer.run()
+    assert summary["steps"] == 5 and summary["skipped_updates"] == 2
+    assert sum("update skipped" in message for message in caplog.messages) == 2
+    assert math.isfinite(records(tmp_path)[-1]["valid_nll"])
+
+
+def test_training_aborts_after_too_many_nonfinite_updates_in_a_row(data_dir: Path, tmp_path: Path):
+    trainer = Trainer(tiny_config(max_steps=50, max_nonfinite=3, valid_bleu=False), data_dir, tmp_path)
+    trainer.forward = FaultyForward(trainer.forward, poisoned=range(1, 100))
+    with pytest.raises(NmtkitError, match="diverged at step 1: 3 updates in a row"):
+        trainer.run()
+    assert trainer.forward.calls == 3 and trainer.progress.step == 0
+
+
+def gradients_of_one_update(trainer: Trainer, batches, tokens) -> list[torch.Tensor]:
+    """The gradients the optimizer receives in one update (compared before Adam, which amplifies rounding)."""
+    seen = []
+    trainer.optimizer.register_step_pre_hook(
+        lambda optimizer, args, kwargs: seen.extend(p.grad.clone() for p in trainer.model.parameters()))
+    assert trainer.update(batches, tokens) is not None
+    return seen
+
+
+def test_out_of_memory_splits_the_batches_and_gives_the_same_update(data_dir: Path, tmp_path: Path, caplog):
+    gradients = []
+    for max_sentences in (None, 3):
+        config = tiny_config()
+        config.model.dropout = 0.0  # the same sentences in other batch shapes would draw other dropout masks
+        trainer = Trainer(config, data_dir, tmp_path)
+        batch, tokens = first_batch(trainer)
+        assert len(batch.indices) > 6
+        trainer.forward = FaultyForward(trainer.forward, max_sentences=max_sentences)
+        gradients.append(gradients_of_one_update(trainer, [batch], tokens))
+    assert any("out of memory" in message and "retrying" in message for message in caplog.messages)
+    for split, whole in zip(*gradients):
+        torch.testing.assert_close(split, whole, rtol=1e-5, atol=1e-7)
+
+
+def test_out_of_memory_on_single_sentences_is_a_clear_error(data_dir: Path, tmp_path: Path):
+    trainer = Trainer(tiny_config(), data_dir, tmp_path)
+    batch, tokens = first_batch(trainer)
+    trainer.forward = FaultyForward(trainer.forward, max_sentences=0)
+    with pytest.raises(NmtkitError, match="out of memory on cpu at step 1 with one sentence per batch"):
+        trainer.update([batch], tokens)
+
+
+def test_activation_checkpointing_gives_the_same_gradients(data_dir: Path, tmp_path: Path):
+    gradients = []
+    for recompute in (False, True):  # dropout on: the recomputation must replay the same masks
+        trainer = Trainer(tiny_config(activation_checkpointing=recompute), data_dir, tmp_path)
+        batch, tokens = first_batch(trainer)
+        gradients.append(gradients_of_one_update(trainer, [batch], tokens))
+    for recomputed, kept in zip(*gradients):
+        torch.testing.assert_close(recomputed, kept, rtol=1e-5, atol=1e-7)
+    config = tiny_config(activation_checkpointing=True)
+    config.model = build_config({"model": {"name": "luong", "hidden": 16, "embed_dim": 16}}).model
+    with pytest.raises(NmtkitError, match="luong does not support train.activation_checkpointing"):
+        Trainer(config, data_dir, tmp_path)
+
+
+def test_fp16_training_keeps_its_loss_scale_across_resume(data_dir: Path, tmp_path: Path):
+    summary = Trainer(tiny_config(amp="fp16", max_steps=6, valid_every=3, valid_bleu=False), data_dir, tmp_path).run()
+    assert summary["precision"] == "fp16 autocast" and summary["steps"] == 6
+    assert math.isfinite(records(tmp_path)[-1]["valid_nll"])
+    saved = torch.load(tmp_path / "last.pt", weights_only=True)["train_state"]["scaler"]
+    resumed = Trainer(tiny_config(amp="fp16", max_steps=8, valid_bleu=False), data_dir, tmp_path)
+    resumed.resume()
+    assert resumed.scaler.get_scale() == saved["scale"] and resumed.progress.step == 6
+
+
+def test_settings_that_do_not_combine_are_errors(data_dir: Path, tmp_path: Path):
+    with pytest.raises(NmtkitError, match="train.compile does not combine with train.scheduled_sampling"):
+        Trainer(tiny_config(compile=True, scheduled_sampling=0.2), data_dir, tmp_path)
+    with pytest.raises(NmtkitError, match="update_freq"):
+        Trainer(tiny_config(update_freq=0), data_dir, tmp_path)

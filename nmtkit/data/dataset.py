@@ -62,6 +62,19 @@ class Batch:
     def num_tgt_tokens(self) -> int:
         return int((self.tgt_out != PAD).sum())
 
+    def split(self) -> list[Batch]:
+        """Two batches of half the sentences each, trimmed of padding columns (one batch if it holds one)."""
+        if len(self.indices) < 2:
+            return [self]
+        half = len(self.indices) // 2
+        return [self._rows(slice(0, half)), self._rows(slice(half, None))]
+
+    def _rows(self, rows: slice) -> Batch:
+        src_len = int(self.src_mask[rows].sum(dim=1).max())
+        tgt_len = int((self.tgt_out[rows] != PAD).sum(dim=1).max())
+        return Batch(self.src[rows, :src_len], self.src_mask[rows, :src_len], self.tgt_in[rows, :tgt_len],
+                     self.tgt_out[rows, :tgt_len], self.indices[rows])
+
 
 def pad_sequences(seqs: list[np.ndarray], prefix: list[int], suffix: list[int]) -> Tensor:
     """Stack sequences with optional BOS prefix / EOS suffix into a right-padded (B, L) LongTensor."""

@@ -30,3 +30,8 @@ class EncoderDecoder(nn.Module):
     def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor | None]:
         """Teacher forcing: logits (B, T, V) and attention (B, T, S) or None."""
         raise NotImplementedError
+
+    def checkpoint_layers(self) -> list[nn.Module]:
+        """Layers whose activations training may recompute in the backward pass instead of keeping them
+        (`train.activation_checkpointing`); none unless a model names them."""
+        return []

@@ -203,6 +203,9 @@ class ConvS2S(EncoderDecoder):
             return logits, new_histories, blocks_weights[self.attention_layer]
         return logits, new_histories, torch.stack(blocks_weights).mean(dim=0)
 
+    def checkpoint_layers(self) -> list[nn.Module]:
+        return [*self.encoder, *self.decoder]
+
     def init_state(self, memory: Memory) -> State:
         keys = memory["keys"]
         history = keys.new_zeros(keys.size(0), self.config.decoder_kernel - 1, self.config.hidden)

@@ -169,6 +169,9 @@ class Transformer(EncoderDecoder):
         """(B, H, T, S) -> (B, T, S): the chosen head, or the mean over heads."""
         return weights.mean(dim=1) if self.attention_head is None else weights[:, self.attention_head]
 
+    def checkpoint_layers(self) -> list[nn.Module]:
+        return [*self.encoder, *self.decoder]
+
     def init_state(self, memory: Memory) -> State:
         batch, device = memory["src_mask"].size(0), memory["src_mask"].device
         heads, head_dim = self.config.heads, self.config.d_model // self.config.heads

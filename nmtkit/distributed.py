@@ -1,0 +1,107 @@
+"""Data-parallel training over several processes with torch.distributed, as launched by torchrun.
+
+torchrun starts one process per GPU (or per CPU worker) and sets RANK, LOCAL_RANK and WORLD_SIZE in each.
+Every process builds the same model and takes its own share of each update's batches; DDP sums the gradients.
+NCCL carries the traffic between GPUs, gloo between CPU processes. A single process (no torchrun) is a world of
+one, in which every collective here returns its input unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from nmtkit.errors import NmtkitError
+from nmtkit.runtime import pick_device
+
+
+@dataclass(frozen=True)
+class World:
+    """This process's place among the training processes."""
+
+    rank: int = 0
+    local_rank: int = 0
+    size: int = 1
+    device: torch.device = torch.device("cpu")
+
+    @property
+    def is_main(self) -> bool:
+        """Rank 0 alone writes checkpoints, logs and metrics."""
+        return self.rank == 0
+
+    @property
+    def distributed(self) -> bool:
+        return self.size > 1
+
+    def sum(self, values: list[float]) -> list[float]:
+        """Element-wise sum over all processes (float64)."""
+        if not self.distributed:
+            return values
+        tensor = torch.tensor(values, dtype=torch.float64, device=self.device)
+        dist.all_reduce(tensor)
+        return tensor.tolist()
+
+    def any(self, flag: bool) -> bool:
+        """True on every process when `flag` is true on any of them."""
+        return self.sum([float(flag)])[0] > 0
+
+    def main_decides(self, flag: bool) -> bool:
+        """Rank 0's `flag`, on every process."""
+        return self.sum([float(flag) if self.is_main else 0.0])[0] > 0
+
+    def gather(self, item: object) -> list[object]:
+        """Every process's `item`, in rank order (on every process)."""
+        if not self.distributed:
+            return [item]
+        items: list[object] = [None] * self.size
+        dist.all_gather_object(items, item)
+        return items
+
+
+def init_world(device_name: str) -> World:
+    """Join the process group torchrun set up (NCCL on GPUs, gloo on CPUs), or a world of one without torchrun."""
+    size = int(os.environ.get("WORLD_SIZE", "1"))
+    if size <= 1:
+        return World(device=pick_device(device_name))
+    rank, local_rank = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
+    use_cuda = pick_device(device_name).type == "cuda"
+    if use_cuda:
+        if local_rank >= torch.cuda.device_count():
+            raise NmtkitError(f"process {local_rank} on this node has no GPU: {torch.cuda.device_count()} visible; "
+                              "start at most that many processes per node")
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+    else:
+        device = torch.device("cpu")
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if use_cuda else "gloo", rank=rank, world_size=size)
+    return World(rank, local_rank, size, device)
+
+
+def leave_world(world: World) -> None:
+    if world.distributed and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def launch(processes: int, argv: list[str]) -> int:
+    """Run `nmtkit <argv>` as `processes` processes on this machine under torchrun; returns its exit code.
+
+    Ctrl-C reaches the workers directly (they share the terminal's process group) and each saves and stops;
+    SIGTERM sent to this process is passed on to torchrun, which passes it to the workers."""
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}",
+               "-m", "nmtkit", *argv]
+    child = subprocess.Popen(command)
+    previous = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, lambda number, frame: None)
+    signal.signal(signal.SIGTERM, lambda number, frame: child.send_signal(number))
+    try:
+        return child.wait()
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
