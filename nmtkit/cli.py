@@ -168,7 +168,7 @@ def train(
     summary = run_training(build_config(apply_overrides(raw, overrides or [])), data, out, resume, quiet)
     if summary is not None:  # rank 0 of a torchrun job, or a single process
         print(json.dumps(summary))
-        if "interrupted" in summary:
+        if "interrupted" in summary and "LOCAL_RANK" not in os.environ:  # under torchrun: a clean exit
             raise typer.Exit(128 + getattr(signal, summary["interrupted"]))
 
 

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -90,18 +91,40 @@ def leave_world(world: World) -> None:
 
 
 def launch(processes: int, argv: list[str]) -> int:
-    """Run `nmtkit <argv>` as `processes` processes on this machine under torchrun; returns its exit code.
+    """Run `nmtkit <argv>` as `processes` processes on this machine under torchrun; returns its exit status.
 
-    Ctrl-C reaches the workers directly (they share the terminal's process group) and each saves and stops;
-    SIGTERM sent to this process is passed on to torchrun, which passes it to the workers."""
+    torchrun runs in a session of its own, so that the terminal's Ctrl-C reaches this process alone: it relays
+    SIGINT and SIGTERM to the workers, which save last.pt and stop together, and a second Ctrl-C kills them all.
+    (torchrun itself would abort with a traceback on the signal.)"""
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}",
                "-m", "nmtkit", *argv]
-    child = subprocess.Popen(command)
-    previous = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
-    signal.signal(signal.SIGINT, lambda number, frame: None)
-    signal.signal(signal.SIGTERM, lambda number, frame: child.send_signal(number))
+    child = subprocess.Popen(command, start_new_session=True)
+    received: list[int] = []
+
+    def relay(number: int, frame) -> None:
+        if received and number == signal.SIGINT:
+            os.killpg(child.pid, signal.SIGKILL)
+        received.append(number)
+        for pid in child_processes(child.pid):
+            os.kill(pid, number)
+
+    previous = {number: signal.signal(number, relay) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
-        return child.wait()
+        status = child.wait()
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+    return 128 + received[0] if received else status
+
+
+def child_processes(parent: int) -> list[int]:
+    """The process ids whose parent is `parent` (Linux /proc)."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:  # the process ended meanwhile
+            continue
+        if int(fields[1]) == parent:
+            children.append(int(stat.parent.name))
+    return children

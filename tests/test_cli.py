@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from training_runs import train_losses, wait_for_step
 
 ROOT = Path(__file__).resolve().parents[1]
 REVERSE_CONFIG = ROOT / "recipes" / "reverse" / "config.yaml"
@@ -251,3 +252,65 @@ def test_evaluate_rejects_length_mismatch(tmp_path: Path):
 def test_help_of_every_subcommand():
     for command in ("prepare", "train", "translate", "evaluate", "align"):
         assert "Usage" in nmtkit(command, "--help").stdout.decode()
+
+
+def resumable_training(reverse_data: Path, run: Path) -> list[str]:
+    """A short run with dropout (so that resuming must restore the random state), logging every update."""
+    return ["train", "--data", str(reverse_data / "data"), "--config", str(REVERSE_CONFIG), "--out", str(run),
+            "--quiet", "--threads", "1", "--seed", "3", "--max-steps", "60", "--set", "model.dropout=0.1",
+            "--set", "train.valid_every=10", "--set", "train.valid_bleu=false", "--set", "train.log_every=1",
+            "--set", "train.keep_checkpoints=0"]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(reverse_data: Path) -> Path:
+    run = reverse_data / "uninterrupted"
+    nmtkit(*resumable_training(reverse_data, run))
+    return run
+
+
+def start_training(reverse_data: Path, run: Path) -> subprocess.Popen:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.Popen([sys.executable, "-m", "nmtkit", *resumable_training(reverse_data, run)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+
+
+def assert_same_run(run: Path, reference: Path) -> None:
+    import torch
+
+    lines = (run / "metrics.jsonl").read_text().splitlines()
+    assert len(lines) == len((reference / "metrics.jsonl").read_text().splitlines())  # nothing logged twice
+    assert train_losses(run) == pytest.approx(train_losses(reference), rel=1e-6)
+    reference_weights = torch.load(reference / "last.pt", weights_only=True)["model"]
+    for name, value in torch.load(run / "last.pt", weights_only=True)["model"].items():
+        torch.testing.assert_close(value, reference_weights[name], rtol=1e-6, atol=1e-7)
+
+
+def test_training_killed_with_sigkill_resumes_exactly(reverse_data: Path, uninterrupted: Path, tmp_path: Path):
+    import torch
+
+    run = tmp_path / "run"
+    process = start_training(reverse_data, run)
+    wait_for_step(run, 15, process)
+    process.kill()
+    process.communicate()
+    assert process.returncode == -9  # killed mid-run, after last.pt of step 10 and before the end
+    assert torch.load(run / "last.pt", weights_only=True)["train_state"]["progress"]["step"] >= 10
+    nmtkit(*resumable_training(reverse_data, run), "--resume")
+    assert_same_run(run, uninterrupted)
+
+
+def test_sigterm_saves_the_current_step_and_stops(reverse_data: Path, uninterrupted: Path, tmp_path: Path):
+    import torch
+
+    run = tmp_path / "run"
+    process = start_training(reverse_data, run)
+    wait_for_step(run, 5, process)
+    process.terminate()
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 143 and "Traceback" not in stderr.decode()
+    summary = json.loads(stdout)
+    assert summary["interrupted"] == "SIGTERM" and 5 <= summary["steps"] < 60
+    assert torch.load(run / "last.pt", weights_only=True)["train_state"]["progress"]["step"] == summary["steps"]
+    nmtkit(*resumable_training(reverse_data, run), "--resume")
+    assert_same_run(run, uninterrupted)
