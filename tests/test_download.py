@@ -185,6 +185,10 @@ def test_http_mirror_missing_file_and_sha256sums(server, tmp_path):
     assert mirror_checksums(server.url) == {}
     with pytest.raises(NmtkitError, match="HTTP 404"):
         download_all([OFFICIAL], tmp_path / "dl", server.url)
+    other = b"other bytes"
+    put(server.root, OFFICIAL.path, other)
+    put(server.root, "SHA256SUMS", f"{hashlib.sha256(other).hexdigest()}  {OFFICIAL.path}\n".encode())
+    assert download_all([OFFICIAL], tmp_path / "dl", server.url + "/")[0].read_bytes() == other
 
 
 def test_unreachable_host_stops_at_once_naming_what_is_needed(tmp_path):
