@@ -5,11 +5,11 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 MODEL ?= transformer
-MAX_TIME ?= 50m
 THREADS ?= 0
+# MAX_TIME (a training budget such as 50m) has each recipe's own default: 50m for the Bible, none for WMT14
 export MODEL MAX_TIME THREADS
 
-.PHONY: install test lint bench recipe-bible recipe-bible-zoo recipe-reverse bible-data clean
+.PHONY: install test lint bench recipe-bible recipe-bible-zoo recipe-reverse recipe-wmt bible-data wmt-data clean
 
 install: $(VENV)/.installed
 
@@ -45,6 +45,12 @@ recipe-bible: install
 
 recipe-bible-zoo: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/bible/zoo.sh
+
+wmt-data: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/wmt/run.sh data
+
+recipe-wmt: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/wmt/run.sh
 
 clean:
 	rm -rf $(VENV) runs data
