@@ -78,6 +78,8 @@ class TrainConfig:
     activation_checkpointing: bool = option(
         False, "recompute each layer's activations in the backward pass instead of keeping them (less memory, "
         "about a third more compute; Transformer and ConvS2S)")
+    max_length: int = option(1024, "leave out training and dev pairs with a side of more positions than this "
+                             "(subwords plus EOS) or than the model's position embeddings cover")
     max_nonfinite: int = option(10, "abort after this many updates in a row with a non-finite loss or gradient "
                                     "(each one is skipped)")
     log_every: int = option(100, "log training statistics every N updates")

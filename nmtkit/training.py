@@ -113,6 +113,8 @@ def check_train_config(train) -> None:
         raise NmtkitError(f"train.scheduled_sampling must be a probability, got {train.scheduled_sampling}")
     if train.update_freq < 1 or train.batch_tokens < 1:
         raise NmtkitError("train.update_freq and train.batch_tokens must be at least 1")
+    if train.max_length < 2:
+        raise NmtkitError(f"train.max_length must be at least 2 (a subword and EOS), got {train.max_length}")
     if train.compile and train.scheduled_sampling > 0:
         raise NmtkitError("train.compile does not combine with train.scheduled_sampling (the decoder unrolled step by "
                           "step would be recompiled); use one or the other")
@@ -153,10 +155,10 @@ class Trainer:
         torch.manual_seed(train.seed)
         manifest = read_manifest(data_dir)
         self.subwords = load_subwords(data_dir)
-        self.train_data = ParallelData(data_dir, "train")
-        self.has_dev = "dev" in manifest["splits"]
-        self.dev_data = ParallelData(data_dir, "dev") if self.has_dev else None
         self.model = self._build_model()
+        self.train_data = self._load_split("train")
+        self.has_dev = "dev" in manifest["splits"]
+        self.dev_data = self._load_split("dev") if self.has_dev else None
         self.ddp = self._distribute(TrainingForward(self.model))
         self.forward = torch.compile(self.ddp) if train.compile else self.ddp
         self.optimizer = torch.optim.AdamW(
@@ -180,6 +182,20 @@ class Trainer:
                                   "(transformer and convs2s do)")
             checkpoint_activations(layers)
         return model.to(self.device)
+
+    def _load_split(self, split: str) -> ParallelData:
+        """A split without the pairs too long for train.max_length or the model."""
+        limit = min(self.config.train.max_length, self.model.max_length() or self.config.train.max_length)
+        data = ParallelData(self.data_dir, split, limit)
+        if not len(data.src):
+            raise NmtkitError(f"the {split} split of {self.data_dir} has no pairs; prepare it from non-empty files")
+        if not len(data):
+            raise NmtkitError(f"every {split} pair of {self.data_dir} is longer than {limit} positions; "
+                              "raise train.max_length (and the model's max_positions) or prepare shorter data")
+        if data.left_out and self.world.is_main:
+            log.warning("%s: left out %d of %d pairs longer than %d positions (train.max_length or the model's "
+                        "max_positions)", split, data.left_out, len(data.src), limit)
+        return data
 
     def _distribute(self, forward: TrainingForward) -> nn.Module:
         if not self.world.distributed:

@@ -39,7 +39,7 @@ class Translator:
     def __init__(self, loaded: LoadedModel, decode: DecodeConfig, device: torch.device):
         self.loaded, self.decode, self.device = loaded, decode, device
         loaded.model.to(getattr(torch, decode.dtype))
-        self.max_source = getattr(loaded.config.model, "max_positions", 1024) - 1
+        self.max_source = (loaded.model.max_length() or 1024) - 1  # EOS takes a position
         generator = torch.Generator(device).manual_seed(decode.seed)
         self.sampler = Sampler(decode.temperature, decode.top_k, decode.top_p, generator)
 

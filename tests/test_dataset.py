@@ -71,6 +71,15 @@ def test_epoch_batches_repeat_per_epoch_and_differ_between_epochs(tmp_path):
     assert sorted(sum(listed(1), [])) == list(range(60))
 
 
+def test_pairs_longer_than_max_length_are_left_out_of_the_batches(tmp_path):
+    src, tgt = [[1] * 3, [1] * 9, [1] * 2, [1] * 4], [[2] * 3, [2] * 2, [2] * 8, [2] * 4]
+    write_split(tmp_path, "train", src, tgt)
+    data = ParallelData(tmp_path, "train", max_length=5)  # four tokens and EOS fit
+    assert data.kept.tolist() == [0, 3] and len(data) == 2 and data.left_out == 2
+    assert sorted(np.concatenate(data.epoch_batches(100, 0, 0)).tolist()) == [0, 3]
+    assert ParallelData(tmp_path, "train").left_out == 0
+
+
 def test_collate_adds_bos_eos_and_masks_real_tokens():
     src_seqs = [[5, 6], [7, 8, 9, 10], [11]]
     tgt_seqs = [[12, 13, 14], [15], [16, 17]]

@@ -157,3 +157,11 @@ def test_model_learns_to_reverse_sequences(name):
     hypotheses = greedy_search(model, src, src_mask, max_lengths(src_mask, 1.0, 3))
     accuracy = sum(hyp.tokens == target for hyp, target in zip(hypotheses, targets)) / len(targets)
     assert accuracy >= 0.9, f"{name}: exact match {accuracy:.2f}"
+
+
+def test_max_length_is_what_the_positions_or_location_scores_cover():
+    assert make_model("transformer").max_length() == 64
+    assert make_model("convs2s").max_length() == 64
+    assert make_model("seq2seq").max_length() is None
+    assert make_model("luong", attention="dot").max_length() is None
+    assert make_model("luong", attention="location", max_positions=40).max_length() == 40

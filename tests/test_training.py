@@ -235,6 +235,22 @@ def test_fp16_training_keeps_its_loss_scale_across_resume(data_dir: Path, tmp_pa
     assert resumed.scaler.get_scale() == saved["scale"] and resumed.progress.step == 6
 
 
+def test_pairs_longer_than_max_length_or_the_positions_are_left_out(data_dir: Path, tmp_path: Path, caplog):
+    trainer = Trainer(tiny_config(max_length=5, valid_bleu=False), data_dir, tmp_path)
+    for data in (trainer.train_data, trainer.dev_data):
+        assert 0 < len(data) < len(data.src)
+        assert max(max(len(data.src[i]), len(data.tgt[i])) for i in data.kept) == 4
+    assert "train: left out" in caplog.text
+    positions = build_config({"model": {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2,
+                                        "ffn": 32, "max_positions": 6}})
+    assert Trainer(positions, data_dir, tmp_path).train_data.left_out > 0  # the model bounds it below 1024
+    assert Trainer(tiny_config(max_length=7), data_dir, tmp_path).train_data.left_out == 0
+    with pytest.raises(NmtkitError, match="every train pair .* is longer than 2 positions"):
+        Trainer(tiny_config(max_length=2), data_dir, tmp_path)
+    with pytest.raises(NmtkitError, match="train.max_length must be at least 2"):
+        Trainer(tiny_config(max_length=1), data_dir, tmp_path)
+
+
 def test_settings_that_do_not_combine_are_errors(data_dir: Path, tmp_path: Path):
     with pytest.raises(NmtkitError, match="train.compile does not combine with train.scheduled_sampling"):
         Trainer(tiny_config(compile=True, scheduled_sampling=0.2), data_dir, tmp_path)

@@ -124,19 +124,27 @@ def token_batches(src_lens: np.ndarray, tgt_lens: np.ndarray, max_tokens: int,
 
 
 class ParallelData:
-    """One binarized split of a data directory."""
+    """One binarized split of a data directory, without the pairs longer than `max_length` positions (a side's
+    tokens plus its EOS or BOS) when that is given."""
 
-    def __init__(self, data_dir: Path, split: str):
+    def __init__(self, data_dir: Path, split: str, max_length: int | None = None):
         self.src = TokenArray.load(data_dir / f"{split}.src")
         self.tgt = TokenArray.load(data_dir / f"{split}.tgt")
+        longest = np.maximum(self.src.lengths(), self.tgt.lengths()) + 1
+        self.kept = np.arange(len(self.src)) if max_length is None else np.flatnonzero(longest <= max_length)
 
     def __len__(self) -> int:
-        return len(self.src)
+        return len(self.kept)
+
+    @property
+    def left_out(self) -> int:
+        return len(self.src) - len(self.kept)
 
     def epoch_batches(self, max_tokens: int, seed: int, epoch: int) -> list[np.ndarray]:
         """The same batches for the same (seed, epoch): what makes resuming mid-epoch exact."""
         rng = np.random.default_rng([seed, epoch])
-        return token_batches(self.src.lengths(), self.tgt.lengths(), max_tokens, rng)
+        batches = token_batches(self.src.lengths()[self.kept], self.tgt.lengths()[self.kept], max_tokens, rng)
+        return [self.kept[batch] for batch in batches]
 
     def batch(self, indices: np.ndarray) -> Batch:
         return collate(self.src, self.tgt, indices)

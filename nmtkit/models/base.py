@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from nmtkit.modules.attention import LocationScore
+from nmtkit.modules.embeddings import PositionEmbedding
+
 Memory = dict[str, Tensor]
 State = dict[str, Tensor]
 
@@ -30,6 +33,13 @@ class EncoderDecoder(nn.Module):
     def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor | None]:
         """Teacher forcing: logits (B, T, V) and attention (B, T, S) or None."""
         raise NotImplementedError
+
+    def max_length(self) -> int | None:
+        """Most positions a sequence (tokens plus EOS or BOS) may take: what the position embeddings or location
+        scores cover; None when nothing bounds it."""
+        limits = [module.max_positions for module in self.modules()
+                  if isinstance(module, (PositionEmbedding, LocationScore))]
+        return min(limits, default=None)
 
     def checkpoint_layers(self) -> list[nn.Module]:
         """Layers whose activations training may recompute in the backward pass instead of keeping them

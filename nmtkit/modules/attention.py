@@ -165,6 +165,7 @@ class LocationScore(nn.Module):
 
     def __init__(self, query_dim: int, max_positions: int):
         super().__init__()
+        self.max_positions = max_positions
         self.weight = nn.Linear(query_dim, max_positions)
 
     def prepare(self, keys: Tensor) -> Tensor:

@@ -39,7 +39,7 @@ class PositionEmbedding(nn.Module):
 
     def __init__(self, dim: int, max_positions: int, kind: str = "sinusoidal"):
         super().__init__()
-        self.kind = kind
+        self.kind, self.max_positions = kind, max_positions
         if kind == "learned":
             self.table = nn.Parameter(torch.randn(max_positions, dim) * dim**-0.5)
         else:
