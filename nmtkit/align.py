@@ -73,8 +73,10 @@ def hard_links(matrix: Tensor, threshold: float | None = None) -> set[Link]:
     """(target words, source words) attention -> links: argmax per target word, or all weights >= threshold."""
     if matrix.numel() == 0:
         return set()
-    if threshold is None:
-        return {(int(source), target) for target, source in enumerate(matrix.argmax(dim=1).tolist())}
+    if threshold is None:  # a row without attention (a pair left unaligned) links nothing
+        best = matrix.max(dim=1)
+        return {(source, target) for target, (value, source) in enumerate(zip(best.values.tolist(),
+                                                                              best.indices.tolist())) if value > 0}
     return {(int(source), int(target)) for target, source in (matrix >= threshold).nonzero().tolist()}
 
 
@@ -83,7 +85,9 @@ def source_links(matrix: Tensor) -> set[Link]:
     one model, to symmetrize with `hard_links` when no target -> source model is at hand."""
     if matrix.numel() == 0:
         return set()
-    return {(source, int(target)) for source, target in enumerate(matrix.argmax(dim=0).tolist())}
+    best = matrix.max(dim=0)
+    return {(source, target) for source, (value, target) in enumerate(zip(best.values.tolist(),
+                                                                          best.indices.tolist())) if value > 0}
 
 
 def transpose(links: Iterable[Link]) -> set[Link]:
@@ -254,7 +258,14 @@ def word_attentions(loaded: LoadedModel, src_lines: list[list[str]], tgt_lines: 
     tgt_pieces = [loaded.tgt_subword.pieces(" ".join(words)) for words in tgt_lines]
     src_ids = loaded.src_subword.encode([" ".join(words) for words in src_lines])
     tgt_ids = loaded.tgt_subword.encode([" ".join(words) for words in tgt_lines])
-    todo = [index for index, (source, target) in enumerate(zip(src_ids, tgt_ids)) if source and target]
+    limit = (loaded.model.max_length() or 1 << 62) - 1  # EOS and BOS take a position
+    todo = []
+    for index, (source, target) in enumerate(zip(src_ids, tgt_ids)):
+        if max(len(source), len(target)) > limit:
+            log.warning("line %d: %d and %d subwords, more than the model's %d positions; left unaligned",
+                        index + 1, len(source), len(target), limit + 1)
+        elif source and target:
+            todo.append(index)
     results = {index: torch.zeros(len(tgt_lines[index]), len(src_lines[index])) for index in range(len(src_lines))}
     for batch in length_batches([max(len(src_ids[index]), len(tgt_ids[index])) for index in todo], batch_tokens):
         rows = [todo[position] for position in batch]
@@ -332,6 +343,11 @@ def soft_json(result: AlignResult, index: int) -> str:
 
 def evaluate_result(result: AlignResult, gold_path: Path) -> dict[str, dict[str, float]]:
     gold = read_pharaoh(gold_path)
+    for number, ((_, possible), src, tgt) in enumerate(zip(gold, result.src_words, result.tgt_words), 1):
+        outside = sorted(link for link in possible if link[0] >= len(src) or link[1] >= len(tgt))
+        if outside:
+            raise NmtkitError(f"{gold_path}:{number}: link {outside[0][0]}-{outside[0][1]} is outside the pair of "
+                              f"{len(src)} source and {len(tgt)} target words (links are 0-based, source first)")
     return {name: alignment_error(links, gold).as_dict() for name, links in result.links.items()}
 
 
@@ -406,12 +422,27 @@ def write_outputs(result: AlignResult, output, form: str, plot: Path | None, plo
     """Alignment lines (Pharaoh, or soft-json) to a path or an open text stream, and heat-maps to `plot`."""
     lines = (soft_json(result, index) if form == "soft-json" else format_pharaoh(links)
              for index, links in enumerate(result.links[result.final]))
-    if isinstance(output, Path):
-        output.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    elif output is not None:
-        output.writelines(line + "\n" for line in lines)
+    try:
+        if isinstance(output, Path):
+            output.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        elif output is not None:
+            output.writelines(line + "\n" for line in lines)
+        if plot is not None:
+            plot_result(result, plot, plot_count)
+    except OSError as error:
+        where = error.filename or getattr(output, "name", output)
+        raise NmtkitError(f"cannot write {where}: {error.strerror}") from error
+
+
+def check_outputs(output: Path | None, plot: Path | None) -> None:
+    """Fail before the work, not after it: the output's directory exists and the plot directory can be made."""
+    if output is not None and not output.parent.is_dir():
+        raise NmtkitError(f"cannot write {output}: {output.parent} is not a directory")
     if plot is not None:
-        plot_result(result, plot, plot_count)
+        try:
+            plot.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise NmtkitError(f"cannot create plot directory {plot}: {error.strerror}") from error
 
 
 def align_translations(loaded: LoadedModel, sources: list[str], hypotheses: list[str],

@@ -45,6 +45,13 @@ def handle_errors(command):
         except BrokenPipeError:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise typer.Exit(0) from None
+        except OSError as error:  # e.g. a full disk under stdout: the system's reason, in one line
+            if _debug:
+                raise
+            print(f"error: {error.strerror or error} ({error.filename or 'standard output'})",
+                  file=sys.stderr)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when stdout closes
+            raise typer.Exit(1) from None
         except KeyboardInterrupt:
             print("error: interrupted", file=sys.stderr)
             raise typer.Exit(130) from None
@@ -100,6 +107,7 @@ def prepare(
     joint: Annotated[bool | None, typer.Option("--joint/--separate", help="one subword model for both sides")] = None,  # noqa: E501
     src_lang: Annotated[str | None, typer.Option(help="source language code (default: file suffix)")] = None,
     tgt_lang: Annotated[str | None, typer.Option(help="target language code (default: file suffix)")] = None,
+    overwrite: Annotated[bool, typer.Option(help="replace the prepared data already in --out")] = False,
     overrides: Overrides = None,
 ) -> None:
     """Validate and clean parallel text, train SentencePiece, and write a binarized data directory."""
@@ -109,13 +117,14 @@ def prepare(
     data = load_yaml(config) if config else {}
     flags = {"subword": subword, "vocab_size": vocab_size, "joint": joint}
     data.update({key: value for key, value in flags.items() if value is not None})
-    data_config = from_dict(DataConfig, apply_overrides(data, overrides or []), "data.")
+    overrides = [override.removeprefix("data.") for override in overrides or []]  # `data.key=value` or `key=value`
+    data_config = from_dict(DataConfig, apply_overrides(data, overrides), "data.")
     splits = {name: files for name, files in (("train", _split("train", train_src, train_tgt, train_tsv)),
                                               ("dev", _split("dev", dev_src, dev_tgt, dev_tsv)),
                                               ("test", _split("test", test_src, test_tgt, test_tsv)))
               if files is not None}
     langs = (src_lang or _lang(train_src, "src"), tgt_lang or _lang(train_tgt, "tgt"))
-    manifest = prepare_data(splits, out, data_config, langs)
+    manifest = prepare_data(splits, out, data_config, langs, overwrite)
     print(json.dumps({"out": str(out), "vocab": manifest["vocab"], "filter": manifest["filter"],
                       "splits": manifest["splits"]}))
 
@@ -317,7 +326,7 @@ def align(
     threads: Annotated[int, typer.Option(help="CPU threads (0 = all cores)")] = 0,
 ) -> None:
     """Word alignments from cross-attention: Pharaoh `i-j` lines (source word first, 0-based), AER, heat-maps."""
-    from nmtkit.align import SYMMETRIZATIONS, AlignOptions, align_files, evaluate_result, write_outputs
+    from nmtkit.align import SYMMETRIZATIONS, AlignOptions, align_files, check_outputs, evaluate_result, write_outputs
     from nmtkit.ensemble import load_models
     from nmtkit.runtime import pick_device, set_threads
 
@@ -325,6 +334,7 @@ def align(
         raise NmtkitError(f"unknown --symmetrize {symmetrize!r}; use one of {', '.join(SYMMETRIZATIONS)}")
     if format not in ("pharaoh", "soft-json"):
         raise NmtkitError(f"unknown --format {format!r}; use pharaoh or soft-json")
+    check_outputs(output, plot)
     set_threads(threads)
     torch_device = pick_device(device)
     forward = load_models([model], torch_device)

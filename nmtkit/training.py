@@ -223,10 +223,18 @@ class Trainer:
 
     def resume(self) -> None:
         path = self.out_dir / "last.pt"
-        payload = load_checkpoint(path)
+        try:
+            payload = load_checkpoint(path)
+        except NmtkitError as error:
+            raise NmtkitError(f"cannot resume: {str(error).partition('; use another')[0]}; move it away to train "
+                              "from scratch in this --out, or train into a new --out") from error
         state = payload.get("train_state")
         if state is None:
             raise NmtkitError(f"{path} holds no training state; cannot resume from it")
+        saved = payload.get("subword", {})
+        if (saved.get("src"), saved.get("tgt")) != (self.subwords[0].proto, self.subwords[1].proto):
+            raise NmtkitError(f"{path} was trained with other subword vocabularies than {self.data_dir}; resume with "
+                              "the data directory of the run, or train into a new --out")
         try:
             self.model.load_state_dict(payload["model"])
         except RuntimeError as error:

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from nmtkit.config import DataConfig
-from nmtkit.data.corpus import filter_pairs, read_lines, read_parallel, read_tsv
+from nmtkit.data.corpus import FilterStats, filter_pairs, iter_lines, iter_parallel, iter_tsv, read_lines
 from nmtkit.errors import NmtkitError
 
 
@@ -36,17 +36,35 @@ def test_invalid_utf8_names_file_and_line(tmp_path):
 def test_missing_file_is_an_error(tmp_path):
     with pytest.raises(NmtkitError, match="cannot read"):
         read_lines(tmp_path / "missing.txt")
+    with pytest.raises(NmtkitError, match="cannot read"):
+        list(iter_lines(tmp_path))
 
 
-def test_read_parallel_with_different_line_counts_names_both_files(tmp_path):
+@pytest.mark.parametrize("data", [b"", b"\n", b"a", b"a\n", b"a\n\n", b"a\r\nb", b"\r\n\r\n", b"x\ry\n"])
+def test_iter_lines_reads_what_read_lines_reads(tmp_path, data):
+    path = tmp_path / "text.txt"
+    path.write_bytes(data)
+    assert list(iter_lines(path)) == read_lines(path)
+
+
+def read_parallel(src, tgt) -> tuple[list[str], list[str]]:
+    pairs = list(iter_parallel(src, tgt))
+    return [src for src, _ in pairs], [tgt for _, tgt in pairs]
+
+
+def read_tsv(path) -> tuple[list[str], list[str]]:
+    pairs = list(iter_tsv(path))
+    return [src for src, _ in pairs], [tgt for _, tgt in pairs]
+
+
+@pytest.mark.parametrize(("src_lines", "tgt_lines"), [(3, 2), (2, 3), (0, 1)])
+def test_read_parallel_with_different_line_counts_names_both_files_and_counts(tmp_path, src_lines, tgt_lines):
     src, tgt = tmp_path / "train.de", tmp_path / "train.en"
-    src.write_text("a\nb\nc\n", encoding="utf-8")
-    tgt.write_text("x\ny\n", encoding="utf-8")
+    src.write_text("a\n" * src_lines, encoding="utf-8")
+    tgt.write_text("x\n" * tgt_lines, encoding="utf-8")
     with pytest.raises(NmtkitError) as error:
         read_parallel(src, tgt)
-    message = str(error.value)
-    assert str(src) in message and str(tgt) in message
-    assert "3" in message and "2" in message
+    assert str(error.value).startswith(f"{src} has {src_lines} lines but {tgt} has {tgt_lines}")
 
 
 def test_read_parallel(tmp_path):
@@ -93,9 +111,14 @@ PAIRS = [
 ]
 
 
+def filtered(pairs, config) -> tuple[list[str], list[str], FilterStats]:
+    stats = FilterStats()
+    kept = list(filter_pairs(pairs, config, stats))
+    return [src for src, _ in kept], [tgt for _, tgt in kept], stats
+
+
 def test_filter_pairs_counts_each_reason_and_normalises():
-    src, tgt = zip(*PAIRS)
-    kept_src, kept_tgt, stats = filter_pairs(list(src), list(tgt), FILTER)
+    kept_src, kept_tgt, stats = filtered(PAIRS, FILTER)
     assert kept_src == ["hello world", "one two three"]
     assert kept_tgt == ["hallo Welt", "eins zwei drei"]
     assert stats.removed == Counter(empty=2, too_long=1, too_short=1, length_ratio=1, duplicate=1)
@@ -106,12 +129,14 @@ def test_filter_pairs_counts_each_reason_and_normalises():
 
 def test_filter_pairs_keeps_duplicates_without_dedup_and_ratio_off():
     config = DataConfig(min_words=2, max_words=5, max_ratio=0.0, dedup=False)
-    src, tgt = zip(*PAIRS)
-    kept_src, _, stats = filter_pairs(list(src), list(tgt), config)
+    kept_src, _, stats = filtered(PAIRS, config)
     assert kept_src == ["hello world", "a b", "hello world", "one two three"]
     assert "duplicate" not in stats.removed and "length_ratio" not in stats.removed
 
 
-def test_filter_pairs_with_nothing_left_is_an_error():
-    with pytest.raises(NmtkitError, match="no training pairs"):
-        filter_pairs(["", "a"], ["x", ""], FILTER)
+def test_filter_pairs_streams_one_pair_at_a_time():
+    def pairs():
+        yield "a b", "c d"
+        raise AssertionError("read further than asked")
+
+    assert next(filter_pairs(pairs(), FILTER, FilterStats())) == ("a b", "c d")

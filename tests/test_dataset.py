@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from nmtkit.data.dataset import ParallelData, TokenArray, collate, encode_sources, token_batches
+from nmtkit.data.dataset import ParallelData, TokenArray, TokenWriter, collate, encode_sources, token_batches
 from nmtkit.data.subword import BOS, EOS, PAD
 
 
@@ -22,6 +22,23 @@ def test_token_array_round_trip(tmp_path):
     assert len(loaded) == len(seqs)
     assert [loaded[i].tolist() for i in range(len(loaded))] == seqs
     assert loaded.lengths().tolist() == [3, 0, 1, 5]
+
+
+def test_token_writer_appends_chunks_into_the_array_from_lists(tmp_path):
+    rng = np.random.default_rng(2)
+    seqs = random_sequences(rng, 100, 9) + [[]]
+    writer = TokenWriter(tmp_path / "w")
+    for start in range(0, len(seqs), 30):
+        writer.append(seqs[start : start + 30])
+    written = writer.close()
+    assert [written[i].tolist() for i in range(len(written))] == seqs
+    TokenArray.from_lists(seqs).save(tmp_path / "whole")
+    for part in ("tok", "off"):
+        assert (tmp_path / f"w.{part}.npy").read_bytes() == (tmp_path / f"whole.{part}.npy").read_bytes()
+    assert not (tmp_path / "w.tok.raw").exists()
+    empty = TokenWriter(tmp_path / "e")
+    empty.append([[], []])
+    assert len(empty.close()) == 2
 
 
 @pytest.mark.parametrize("max_tokens", [1, 8, 30, 200])

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+import nmtkit.data.prepare as prepare_module
 from nmtkit.config import DataConfig
 from nmtkit.data.dataset import TokenArray
-from nmtkit.data.prepare import SplitFiles, load_subwords, prepare_data
+from nmtkit.data.prepare import SplitFiles, load_subwords, prepare_data, subword_sample
 from nmtkit.errors import NmtkitError
 
 WORDS_A = ["casa", "perro", "gato", "libro", "mesa", "agua", "sol", "luna"]
@@ -60,3 +61,34 @@ def test_dev_and_test_are_not_filtered(tmp_path: Path):
     splits = {"train": write_pair(tmp_path, "train", corpus(100)), "test": write_pair(tmp_path, "test", dev)}
     manifest = prepare_data(splits, tmp_path / "out", DataConfig(subword="word", vocab_size=40))
     assert manifest["splits"]["test"]["sentences"] == 3
+
+
+def test_chunked_encoding_and_sampled_subword_training_give_consistent_data(tmp_path: Path, monkeypatch):
+    train = corpus(250, seed=3)
+    splits = {"train": write_pair(tmp_path, "train", train), "dev": write_pair(tmp_path, "dev", [("", "")] * 3)}
+    config = DataConfig(subword="bpe", vocab_size=40, dedup=False)
+    whole = prepare_data(splits, tmp_path / "whole", config)
+    monkeypatch.setattr(prepare_module, "CHUNK", 7)  # 250 lines in 36 chunks
+    assert prepare_data(splits, tmp_path / "chunks", config) == whole
+    for name in ("train.src", "train.tgt", "dev.src"):
+        for part in ("tok", "off"):
+            assert (tmp_path / "whole" / f"{name}.{part}.npy").read_bytes() == \
+                (tmp_path / "chunks" / f"{name}.{part}.npy").read_bytes()
+    assert whole["splits"]["dev"] == {"sentences": 3, "src_tokens": 0, "tgt_tokens": 0}
+    src_model, _ = load_subwords(tmp_path / "whole")
+    ids = TokenArray.load(tmp_path / "whole" / "train.src")
+    assert src_model.encode([train[5][0]])[0] == ids[5].tolist()
+    sampled = prepare_data(splits, tmp_path / "sampled", DataConfig(subword="bpe", vocab_size=40, max_sentences=50))
+    assert sampled["splits"]["train"]["sentences"] == 250 and sampled["vocab"]["src"] <= 40
+
+
+def test_subword_sample_draws_the_configured_number_of_lines_from_disk(tmp_path: Path):
+    paths = [tmp_path / "a.txt", tmp_path / "b.txt"]
+    paths[0].write_text("".join(f"a{i}\n" for i in range(30)))
+    paths[1].write_text("".join(f"b{i}\n" for i in range(30)))
+    everything = list(subword_sample(paths, 60, DataConfig(max_sentences=0)))
+    assert len(everything) == 60 and everything[0] == "a0" and everything[-1] == "b29"
+    sample = list(subword_sample(paths, 60, DataConfig(max_sentences=25, seed=4)))
+    assert len(sample) == 25 and set(sample) < set(everything)
+    assert sample == list(subword_sample(paths, 60, DataConfig(max_sentences=25, seed=4)))
+    assert sample != list(subword_sample(paths, 60, DataConfig(max_sentences=25, seed=5)))

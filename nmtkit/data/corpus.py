@@ -5,7 +5,9 @@ Validation errors name the file and the line, so a user can fix the input withou
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,37 +32,52 @@ def read_lines(path: str | Path) -> list[str]:
         data = Path(path).read_bytes()
     except OSError as error:
         raise NmtkitError(f"cannot read {path}: {error.strerror}") from error
-    if data.endswith(b"\n"):
-        data = data[:-1]
     if not data:
         return []
+    if data.endswith(b"\n"):  # "\n" alone is one empty line, as for wc -l (an empty hypothesis is a line)
+        data = data[:-1]
     return [decode_line(raw, path, number) for number, raw in enumerate(data.split(b"\n"), 1)]
 
 
-def read_parallel(src_path: str | Path, tgt_path: str | Path) -> tuple[list[str], list[str]]:
-    """Read two line-aligned files; different line counts or an empty corpus are errors."""
-    src, tgt = read_lines(src_path), read_lines(tgt_path)
-    if len(src) != len(tgt):
-        raise NmtkitError(
-            f"{src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}; parallel files must align"
-        )
-    if not src:
+def iter_lines(path: str | Path) -> Iterator[str]:
+    """The lines of a UTF-8 text file without line ends, read one at a time (as `read_lines` splits them)."""
+    try:
+        with open(path, "rb") as file:
+            for number, raw in enumerate(file, 1):
+                yield decode_line(raw[:-1] if raw.endswith(b"\n") else raw, path, number)
+    except OSError as error:
+        raise NmtkitError(f"cannot read {path}: {error.strerror}") from error
+
+
+def iter_parallel(src_path: str | Path, tgt_path: str | Path) -> Iterator[tuple[str, str]]:
+    """The line pairs of two line-aligned files, read one at a time; once either file ends, different line counts
+    or no lines at all are errors."""
+    sources, targets = iter_lines(src_path), iter_lines(tgt_path)
+    count = 0
+    for src in sources:
+        tgt = next(targets, None)
+        if tgt is None:
+            src_count = count + 1 + sum(1 for _ in sources)
+            raise NmtkitError(f"{src_path} has {src_count} lines but {tgt_path} has {count}; parallel files must align")
+        count += 1
+        yield src, tgt
+    tgt_count = count + sum(1 for _ in targets)
+    if tgt_count != count:
+        raise NmtkitError(f"{src_path} has {count} lines but {tgt_path} has {tgt_count}; parallel files must align")
+    if not count:
         raise NmtkitError(f"{src_path} and {tgt_path} are empty")
-    return src, tgt
 
 
-def read_tsv(path: str | Path) -> tuple[list[str], list[str]]:
-    """Read `source<TAB>target` lines."""
-    src, tgt = [], []
-    for number, line in enumerate(read_lines(path), 1):
+def iter_tsv(path: str | Path) -> Iterator[tuple[str, str]]:
+    """The `source<TAB>target` lines of a file, read one at a time; a file without lines is an error."""
+    number = 0
+    for number, line in enumerate(iter_lines(path), 1):
         parts = line.split("\t")
         if len(parts) != 2:
             raise NmtkitError(f"{path}:{number}: expected 2 tab-separated fields, found {len(parts)}")
-        src.append(parts[0])
-        tgt.append(parts[1])
-    if not src:
+        yield parts[0], parts[1]
+    if not number:
         raise NmtkitError(f"{path} is empty")
-    return src, tgt
 
 
 def normalize(line: str) -> str:
@@ -93,25 +110,20 @@ def _reject_reason(src: str, tgt: str, config: DataConfig) -> str | None:
     return None
 
 
-def filter_pairs(
-    src: list[str], tgt: list[str], config: DataConfig
-) -> tuple[list[str], list[str], FilterStats]:
-    """Normalise whitespace and drop empty, too short/long, badly proportioned and duplicate pairs."""
-    stats = FilterStats(read=len(src))
-    seen: set[tuple[str, str]] = set()
-    kept_src, kept_tgt = [], []
-    for src_line, tgt_line in zip(src, tgt):
+def filter_pairs(pairs: Iterable[tuple[str, str]], config: DataConfig, stats: FilterStats) -> Iterator[tuple[str, str]]:
+    """Normalise whitespace and drop empty, too short/long, badly proportioned and duplicate pairs, one pair at a
+    time; `stats` counts them. Duplicates are found by a 64-bit digest per pair, not by keeping the text."""
+    seen: set[int] = set()
+    for src_line, tgt_line in pairs:
+        stats.read += 1
         pair = (normalize(src_line), normalize(tgt_line))
         reason = _reject_reason(*pair, config)
         if reason is None and config.dedup:
-            reason = "duplicate" if pair in seen else None
-            seen.add(pair)
+            digest = int.from_bytes(hashlib.blake2b(f"{pair[0]}\t{pair[1]}".encode(), digest_size=8).digest())
+            reason = "duplicate" if digest in seen else None
+            seen.add(digest)
         if reason:
             stats.removed[reason] += 1
             continue
-        kept_src.append(pair[0])
-        kept_tgt.append(pair[1])
-    stats.kept = len(kept_src)
-    if not kept_src:
-        raise NmtkitError("no training pairs are left after filtering; check the input and the filter settings")
-    return kept_src, kept_tgt, stats
+        stats.kept += 1
+        yield pair

@@ -45,6 +45,36 @@ class TokenArray:
         return np.diff(self.offsets)
 
 
+class TokenWriter:
+    """Writes a TokenArray (`prefix.tok.npy`, `prefix.off.npy`) from sequences appended in chunks, holding one
+    chunk and the offsets in memory: the tokens go to a raw file first, then behind an .npy header."""
+
+    def __init__(self, prefix: Path):
+        self.prefix, self.lengths = prefix, [np.zeros(1, dtype=np.int64)]
+        self.raw = open(f"{prefix}.tok.raw", "wb")  # noqa: SIM115 (closed in close())
+
+    def append(self, seqs: list[list[int]]) -> None:
+        chunk = TokenArray.from_lists(seqs)
+        chunk.tokens.tofile(self.raw)
+        self.lengths.append(chunk.lengths())
+
+    def close(self) -> TokenArray:
+        self.raw.close()
+        raw = Path(f"{self.prefix}.tok.raw")
+        offsets = np.cumsum(np.concatenate(self.lengths))
+        tokens = np.lib.format.open_memmap(f"{self.prefix}.tok.npy", mode="w+", dtype=np.int32,
+                                           shape=(int(offsets[-1]),))
+        step = 1 << 24
+        for start in range(0, len(tokens), step):  # copied in pieces: bounded memory
+            tokens[start : start + step] = np.fromfile(raw, dtype=np.int32, count=min(step, len(tokens) - start),
+                                                       offset=start * 4)
+        tokens.flush()
+        del tokens
+        raw.unlink()
+        np.save(f"{self.prefix}.off.npy", offsets)
+        return TokenArray.load(self.prefix)
+
+
 @dataclass
 class Batch:
     src: Tensor  # (B, S) source ids + EOS, right-padded

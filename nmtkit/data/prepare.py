@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
+import random
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
+
 from nmtkit.config import DataConfig
-from nmtkit.data.corpus import filter_pairs, normalize, read_parallel, read_tsv
-from nmtkit.data.dataset import TokenArray
+from nmtkit.data.corpus import FilterStats, filter_pairs, iter_lines, iter_parallel, iter_tsv, normalize
+from nmtkit.data.dataset import TokenWriter
 from nmtkit.data.subword import Subword, train_subword
 from nmtkit.errors import NmtkitError
 
 log = logging.getLogger(__name__)
 SPLITS = ("train", "dev", "test")
+
+
+CHUNK = 100_000  # lines encoded at once: memory is bounded by the chunk, not the corpus
 
 
 @dataclass
@@ -25,10 +33,15 @@ class SplitFiles:
     tgt: Path | None = None
     tsv: Path | None = None
 
-    def read(self) -> tuple[list[str], list[str]]:
+    def pairs(self) -> Iterator[tuple[str, str]]:
+        """The (source, target) lines, read one at a time and checked (UTF-8, equal line counts, not empty)."""
         if self.tsv is not None:
-            return read_tsv(self.tsv)
-        return read_parallel(self.src, self.tgt)
+            return iter_tsv(self.tsv)
+        return iter_parallel(self.src, self.tgt)
+
+    def check(self) -> int:
+        """Read the files through once, before any work: their errors surface now; returns the number of pairs."""
+        return sum(1 for _ in self.pairs())
 
 
 def load_subwords(data_dir: Path) -> tuple[Subword, Subword]:
@@ -40,49 +53,90 @@ def load_subwords(data_dir: Path) -> tuple[Subword, Subword]:
     return Subword((data_dir / "spm.src.model").read_bytes()), Subword((data_dir / "spm.tgt.model").read_bytes())
 
 
-def _train_subwords(src: list[str], tgt: list[str], config: DataConfig, out: Path) -> tuple[Subword, Subword]:
+def subword_sample(paths: list[Path], count: int, config: DataConfig) -> Iterator[str]:
+    """The lines of `paths` (`count` in all) SentencePiece trains on: every line, or `config.max_sentences` of them
+    drawn at random with `config.seed`, read from disk in file order."""
+    lines = (line for path in paths for line in iter_lines(path))
+    if not config.max_sentences or count <= config.max_sentences:
+        return lines
+    chosen = np.zeros(count, dtype=bool)
+    chosen[random.Random(config.seed).sample(range(count), config.max_sentences)] = True
+    return (line for line, keep in zip(lines, chosen) if keep)
+
+
+def _train_subwords(out: Path, count: int, config: DataConfig) -> tuple[Subword, Subword]:
+    """SentencePiece model(s) from the cleaned training text in `out` (`count` pairs)."""
+    src, tgt = out / "train.src.txt", out / "train.tgt.txt"
     if config.joint:
-        model = train_subword(src + tgt, config, config.vocab_size)
+        model = train_subword(subword_sample([src, tgt], 2 * count, config), config, config.vocab_size)
         (out / "spm.model").write_bytes(model.proto)
         return model, model
-    src_model = train_subword(src, config, config.vocab_size)
-    tgt_model = train_subword(tgt, config, config.vocab_size)
+    src_model = train_subword(subword_sample([src], count, config), config, config.vocab_size)
+    tgt_model = train_subword(subword_sample([tgt], count, config), config, config.vocab_size)
     (out / "spm.src.model").write_bytes(src_model.proto)
     (out / "spm.tgt.model").write_bytes(tgt_model.proto)
     return src_model, tgt_model
 
 
-def _write_split(name: str, src: list[str], tgt: list[str], models: tuple[Subword, Subword], out: Path) -> dict:
-    (out / f"{name}.src.txt").write_text("".join(line + "\n" for line in src), encoding="utf-8")
-    (out / f"{name}.tgt.txt").write_text("".join(line + "\n" for line in tgt), encoding="utf-8")
-    src_ids, tgt_ids = TokenArray.from_lists(models[0].encode(src)), TokenArray.from_lists(models[1].encode(tgt))
-    src_ids.save(out / f"{name}.src")
-    tgt_ids.save(out / f"{name}.tgt")
-    return {"sentences": len(src), "src_tokens": int(src_ids.lengths().sum()),
-            "tgt_tokens": int(tgt_ids.lengths().sum())}
+def _write_text(name: str, pairs: Iterable[tuple[str, str]], out: Path) -> int:
+    """`{name}.src.txt` and `{name}.tgt.txt`, one pair at a time; returns the number of pairs."""
+    count = 0
+    with open(out / f"{name}.src.txt", "w", encoding="utf-8") as src, \
+            open(out / f"{name}.tgt.txt", "w", encoding="utf-8") as tgt:
+        for src_line, tgt_line in pairs:
+            src.write(src_line + "\n")
+            tgt.write(tgt_line + "\n")
+            count += 1
+    return count
+
+
+def _binarize(name: str, models: tuple[Subword, Subword], out: Path) -> dict:
+    """Subword ids of the split's cleaned text, encoded `CHUNK` lines at a time into memory-mappable arrays."""
+    sizes = {}
+    for side, model in zip(("src", "tgt"), models):
+        writer = TokenWriter(out / f"{name}.{side}")
+        lines = iter_lines(out / f"{name}.{side}.txt")
+        while chunk := list(itertools.islice(lines, CHUNK)):
+            writer.append(model.encode(chunk))
+        array = writer.close()
+        sizes["sentences"], sizes[f"{side}_tokens"] = len(array), int(array.offsets[-1])
+    return sizes
 
 
 def prepare_data(splits: dict[str, SplitFiles], out: Path, config: DataConfig,
-                 langs: tuple[str, str] = ("src", "tgt")) -> dict:
-    """Validate, clean and binarize `splits` (train required) into `out`; returns the manifest."""
+                 langs: tuple[str, str] = ("src", "tgt"), overwrite: bool = False) -> dict:
+    """Validate, clean and binarize `splits` (train required) into `out`; returns the manifest.
+
+    The corpus streams through: files are read line by line, cleaned text is written as it comes, SentencePiece
+    trains on a sample read back from disk and the ids are encoded in chunks, so memory does not grow with the
+    corpus (beyond 8 bytes per pair of offsets and of duplicate digests). manifest.json is written last: a
+    directory without it is not (completely) prepared."""
     if "train" not in splits:
         raise NmtkitError("prepare needs training data (--train-src/--train-tgt or --train-tsv)")
-    texts = {name: files.read() for name, files in splits.items()}
-    train_src, train_tgt, stats = filter_pairs(*texts["train"], config)
-    log.info("train: kept %d of %d pairs (%s removed)", stats.kept, stats.read, dict(stats.removed) or "none")
+    if (out / "manifest.json").exists() and not overwrite:
+        raise NmtkitError(f"{out} already holds prepared data (manifest.json); pass --overwrite to replace it "
+                          "(runs trained on it will no longer resume), or choose another --out")
+    for files in splits.values():
+        files.check()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise NmtkitError(f"cannot create output directory {out}: {error.strerror}") from error
-    models = _train_subwords(train_src, train_tgt, config, out)
+    (out / "manifest.json").unlink(missing_ok=True)
+    stats = FilterStats()
+    kept = _write_text("train", filter_pairs(splits["train"].pairs(), config, stats), out)
+    log.info("train: kept %d of %d pairs (%s removed)", stats.kept, stats.read, dict(stats.removed) or "none")
+    if not kept:
+        raise NmtkitError("no training pairs are left after filtering; check the input and the filter settings")
+    for name in SPLITS[1:]:
+        if name in splits:
+            _write_text(name, ((normalize(src), normalize(tgt)) for src, tgt in splits[name].pairs()), out)
+    models = _train_subwords(out, kept, config)
     manifest = {"format": 1, "src_lang": langs[0], "tgt_lang": langs[1], "data": asdict(config),
                 "vocab": {"src": models[0].vocab_size, "tgt": models[1].vocab_size},
                 "filter": stats.as_dict(), "splits": {}}
-    for name in SPLITS:
-        if name not in texts:
-            continue
-        src, tgt = (train_src, train_tgt) if name == "train" else [list(map(normalize, side)) for side in texts[name]]
-        manifest["splits"][name] = _write_split(name, src, tgt, models, out)
+    for name in (name for name in SPLITS if name in splits):
+        manifest["splits"][name] = _binarize(name, models, out)
         log.info("%s: %s", name, manifest["splits"][name])
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return manifest

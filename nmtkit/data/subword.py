@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import io
 import os
-import random
+from collections.abc import Iterable
 
 import sentencepiece as spm
 
@@ -37,13 +37,11 @@ class Subword:
         return self.processor.encode(line, out_type=str)
 
 
-def train_subword(lines: list[str], config: DataConfig, vocab_size: int) -> Subword:
-    """Train SentencePiece on `lines` (sampled down to `config.max_sentences`)."""
-    if config.max_sentences and len(lines) > config.max_sentences:
-        lines = random.Random(config.seed).sample(lines, config.max_sentences)
+def train_subword(lines: Iterable[str], config: DataConfig, vocab_size: int) -> Subword:
+    """Train SentencePiece on `lines` (prepare samples them down to `config.max_sentences`)."""
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(lines),
+        sentence_iterator=iter(lines),  # SentencePiece keeps what it reads
         model_writer=model,
         model_type=config.subword,
         vocab_size=vocab_size,
