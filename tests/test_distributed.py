@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -13,11 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from training_runs import train_losses, wait_for_step
+from training_runs import copy_task, train_losses, wait_for_step
 
-from nmtkit.config import DataConfig
 from nmtkit.data.dataset import ParallelData
-from nmtkit.data.prepare import SplitFiles, prepare_data
 from nmtkit.distributed import World, child_processes
 
 CONFIG = {"model": {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32, "dropout": 0.0},
@@ -27,20 +24,14 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
 
 @pytest.fixture(scope="module")
-def copy_task(tmp_path_factory) -> tuple[Path, Path]:
+def copy_task_run(tmp_path_factory) -> tuple[Path, Path]:
     """A data directory of 260 training pairs (copy the sentence) and a config whose epoch has an odd number of
     batches, so that one process runs out of batches at the end of each epoch."""
     root = tmp_path_factory.mktemp("copy")
-    rng = random.Random(0)
-    lines = [" ".join(rng.choices("abcdefgh", k=rng.randint(2, 6))) for _ in range(300)]
-    for name, chunk in (("train", lines[:260]), ("dev", lines[260:])):
-        for side in ("src", "tgt"):
-            (root / f"{name}.{side}").write_text("\n".join(chunk) + "\n", encoding="utf-8")
-    splits = {name: SplitFiles(root / f"{name}.src", root / f"{name}.tgt") for name in ("train", "dev")}
-    prepare_data(splits, root / "data", DataConfig(subword="word", vocab_size=20))
-    assert len(ParallelData(root / "data", "train").epoch_batches(100, 1, 0)) % 2 == 1
+    data = copy_task(root)
+    assert len(ParallelData(data, "train").epoch_batches(100, 1, 0)) % 2 == 1
     (root / "config.yaml").write_text(yaml.safe_dump(CONFIG), encoding="utf-8")
-    return root / "data", root / "config.yaml"
+    return data, root / "config.yaml"
 
 
 def train_command(data: Path, config: Path, out: Path, *extra: str, processes: int = 1) -> list[str]:
@@ -59,8 +50,8 @@ def weights(path: Path) -> dict[str, torch.Tensor]:
     return torch.load(path, weights_only=True)["model"]
 
 
-def test_two_processes_equal_one_process_with_the_same_global_batch(copy_task, tmp_path: Path):
-    data, config = copy_task
+def test_two_processes_equal_one_process_with_the_same_global_batch(copy_task_run, tmp_path: Path):
+    data, config = copy_task_run
     single = run(train_command(data, config, tmp_path / "one", "--max-steps", "12", "--update-freq", "2"))
     double = run(train_command(data, config, tmp_path / "two", "--max-steps", "12", processes=2))
     summaries = [json.loads(result.stdout) for result in (single, double)]
@@ -74,8 +65,8 @@ def test_two_processes_equal_one_process_with_the_same_global_batch(copy_task, t
     assert not list((tmp_path / "two").glob(".*"))  # no temporary files of another rank
 
 
-def test_early_stopping_agrees_across_processes(copy_task, tmp_path: Path):
-    data, config = copy_task
+def test_early_stopping_agrees_across_processes(copy_task_run, tmp_path: Path):
+    data, config = copy_task_run
     result = run(train_command(data, config, tmp_path / "run", "--max-steps", "100", "--set", "train.lr=0",
                                "--set", "train.patience=2", "--set", "train.valid_every=2",
                                "--set", "train.best_metric=loss", processes=2))
@@ -83,8 +74,8 @@ def test_early_stopping_agrees_across_processes(copy_task, tmp_path: Path):
     assert summary["stopped_early"] and summary["steps"] == 6
 
 
-def test_interrupting_the_launcher_stops_every_process_after_saving(copy_task, tmp_path: Path):
-    data, config = copy_task
+def test_interrupting_the_launcher_stops_every_process_after_saving(copy_task_run, tmp_path: Path):
+    data, config = copy_task_run
     out = tmp_path / "run"
     argv = ["-q", "train", "--data", str(data), "--config", str(config), "--out", str(out), "--max-steps", "100000"]
     script = f"import sys; from nmtkit.distributed import launch; sys.exit(launch(2, {argv!r}))"
@@ -115,10 +106,10 @@ def test_a_world_of_one_passes_values_through():
     assert world.gather({"a": 1}) == [{"a": 1}]
 
 
-def test_gpus_without_cuda_is_a_one_line_error(copy_task, tmp_path: Path):
+def test_gpus_without_cuda_is_a_one_line_error(copy_task_run, tmp_path: Path):
     if torch.cuda.device_count() >= 2:
         pytest.skip("this machine has the GPUs; the error is for machines without them")
-    data, config = copy_task
+    data, config = copy_task_run
     result = subprocess.run(train_command(data, config, tmp_path / "run", "--gpus", "2"), capture_output=True,
                             env=ENV)
     stderr = result.stderr.decode()

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import math
-import random
 from pathlib import Path
 
 import pytest
 import torch
+from training_runs import copy_task
 
-from nmtkit.config import DataConfig, build_config
-from nmtkit.data.prepare import SplitFiles, prepare_data
+from nmtkit.config import build_config
 from nmtkit.data.subword import PAD
 from nmtkit.errors import NmtkitError
 from nmtkit.training import Trainer, inverse_sqrt, label_smoothed_nll, scheduled_sampling_log_probs
@@ -48,15 +47,7 @@ def test_inverse_sqrt_schedule():
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("copy")
-    rng = random.Random(0)
-    lines = [" ".join(rng.choices("abcdefgh", k=rng.randint(2, 6))) for _ in range(300)]
-    for name, chunk in (("train", lines[:260]), ("dev", lines[260:])):
-        for side in ("src", "tgt"):
-            (root / f"{name}.{side}").write_text("\n".join(chunk) + "\n", encoding="utf-8")
-    splits = {name: SplitFiles(root / f"{name}.src", root / f"{name}.tgt") for name in ("train", "dev")}
-    prepare_data(splits, root / "data", DataConfig(subword="word", vocab_size=20))
-    return root / "data"
+    return copy_task(tmp_path_factory.mktemp("copy"))
 
 
 def tiny_config(**train):

@@ -1,11 +1,29 @@
-"""Reading a run directory while `nmtkit train` runs in another process (for the resume and signal tests)."""
+"""Training fixtures: a tiny copy task, and reading a run directory while `nmtkit train` runs in another process
+(for the resume and signal tests)."""
 
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import time
 from pathlib import Path
+
+from nmtkit.config import DataConfig
+from nmtkit.data.prepare import SplitFiles, prepare_data
+
+
+def copy_task(root: Path) -> Path:
+    """A prepared data directory of 260 training and 40 dev pairs whose target copies the source (word vocabulary
+    of 8 letters)."""
+    rng = random.Random(0)
+    lines = [" ".join(rng.choices("abcdefgh", k=rng.randint(2, 6))) for _ in range(300)]
+    for name, chunk in (("train", lines[:260]), ("dev", lines[260:])):
+        for side in ("src", "tgt"):
+            (root / f"{name}.{side}").write_text("\n".join(chunk) + "\n", encoding="utf-8")
+    splits = {name: SplitFiles(root / f"{name}.src", root / f"{name}.tgt") for name in ("train", "dev")}
+    prepare_data(splits, root / "data", DataConfig(subword="word", vocab_size=20))
+    return root / "data"
 
 
 def train_losses(run_dir: Path) -> dict[int, float]:
