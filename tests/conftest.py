@@ -19,6 +19,14 @@ TINY = TransformerConfig(encoder_layers=2, decoder_layers=2, d_model=16, heads=2
                          dropout=0.1, max_positions=64)
 
 
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """Every test starts on one thread, whatever an in-process command (`--threads 0` = all cores) set before:
+    results that depend on summation order (a model trained to a threshold) must not depend on test order."""
+    torch.set_num_threads(1)
+    yield
+
+
 @pytest.fixture
 def make_transformer():
     """Build a tiny Transformer in eval mode; keyword arguments override TransformerConfig fields."""
