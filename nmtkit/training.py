@@ -364,9 +364,9 @@ class Trainer:
         return loss_total / max(tokens, 1)
 
     def dev_bleu(self) -> float:
-        limit = self.config.train.valid_max_sentences or None
-        sources = read_lines(self.data_dir / "dev.src.txt")[:limit]
-        references = read_lines(self.data_dir / "dev.tgt.txt")[:limit]
+        kept = self.dev_data.kept[: self.config.train.valid_max_sentences or None]  # the pairs dev_loss scores
+        sources, references = ([lines[index] for index in kept] for lines in
+                               (read_lines(self.data_dir / f"dev.{side}.txt") for side in ("src", "tgt")))
         loaded = LoadedModel(self.config, self.model.eval(), *self.subwords)
         decode = DecodeConfig(beam=1, batch_tokens=self.config.decode.batch_tokens)
         hypotheses = Translator(loaded, decode, self.device).translate(sources)

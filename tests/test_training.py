@@ -14,6 +14,7 @@ from nmtkit.config import build_config
 from nmtkit.data.subword import PAD
 from nmtkit.errors import NmtkitError
 from nmtkit.training import Trainer, inverse_sqrt, label_smoothed_nll, scheduled_sampling_log_probs
+from nmtkit.translate import Translator
 
 
 @pytest.mark.parametrize("epsilon", [0.0, 0.1, 0.3])
@@ -226,12 +227,17 @@ def test_fp16_training_keeps_its_loss_scale_across_resume(data_dir: Path, tmp_pa
     assert resumed.scaler.get_scale() == saved["scale"] and resumed.progress.step == 6
 
 
-def test_pairs_longer_than_max_length_or_the_positions_are_left_out(data_dir: Path, tmp_path: Path, caplog):
+def test_pairs_longer_than_max_length_or_the_positions_are_left_out(data_dir: Path, tmp_path: Path, caplog,
+                                                                    monkeypatch):
     trainer = Trainer(tiny_config(max_length=5, valid_bleu=False), data_dir, tmp_path)
     for data in (trainer.train_data, trainer.dev_data):
         assert 0 < len(data) < len(data.src)
         assert max(max(len(data.src[i]), len(data.tgt[i])) for i in data.kept) == 4
     assert "train: left out" in caplog.text
+    decoded = []
+    monkeypatch.setattr(Translator, "translate", lambda self, lines: decoded.extend(lines) or list(lines))
+    assert trainer.dev_bleu() == pytest.approx(100.0)  # the sources as translations: each reference copies its source
+    assert len(decoded) == len(trainer.dev_data) and max(len(line.split()) for line in decoded) == 4
     positions = build_config({"model": {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2,
                                         "ffn": 32, "max_positions": 6}})
     assert Trainer(positions, data_dir, tmp_path).train_data.left_out > 0  # the model bounds it below 1024
