@@ -188,6 +188,7 @@ class DeviceEdit:
             return char_tokens(lines, self.device)
         return Ragged.build(*hash_words(lines), self.device)
 
+    @on_one_thread
     def statistics(self, hypotheses: Sequence[str]) -> Tensor:
         """[distance, substitutions, deletions, insertions, hits] per sentence: (N, 5) int64."""
         return chunked(self._chunk_statistics, hypotheses, self.references, self.chunk)

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from nmtkit.metrics.edit import levenshtein
-from nmtkit.metrics.ngrams import Ragged, char_tokens, chunked, default_chunk, hash_words
+from nmtkit.metrics.ngrams import Ragged, char_tokens, chunked, default_chunk, hash_words, on_one_thread
 
 MULTIPLE_SPACES = re.compile(r"\s\s+")  # jiwer.RemoveMultipleSpaces
 
@@ -47,6 +47,7 @@ class DeviceWER:
             return char_tokens([line.strip() for line in lines], self.device)
         return Ragged.build(*hash_words([jiwer_words(line) for line in lines], " "), self.device)
 
+    @on_one_thread
     def statistics(self, hypotheses: Sequence[str]) -> Tensor:
         """[substitutions, deletions, insertions, hits] per sentence: (N, 4) int64."""
         return chunked(self._chunk_statistics, hypotheses, self.references, self.chunk)
