@@ -47,6 +47,15 @@ def test_edge_cases_and_sentence_scores_match_sacrebleu(word_order):
         sentence.sentence_score(hypothesis, [reference]).score for hypothesis, reference in zip(hypotheses, references)]
 
 
+@pytest.mark.parametrize("word_order", [0, 2])
+def test_chunks_of_lines_give_the_statistics_of_the_whole_corpus(word_order):
+    hypotheses, references = random_corpus(seed=5, lines=60, refs=2)
+    whole = DeviceCHRF(references, CPU, word_order=word_order).statistics(hypotheses)
+    for chunk in (1, 100, 1000):
+        metric = DeviceCHRF(references, CPU, word_order=word_order, chunk=chunk)
+        assert torch.equal(metric.statistics(hypotheses), whole)
+
+
 @pytest.mark.parametrize("eps_smoothing", [False, True])
 def test_f_scores_are_bit_identical_to_sacrebleus_formula(eps_smoothing):
     generator = torch.Generator().manual_seed(0)

@@ -140,6 +140,17 @@ def test_edit_metric_reports_counts_over_words():
     assert report["substitutions"] == 0 and report["hits"] == 4
 
 
+@pytest.mark.parametrize("costs", [UNIT, EditCosts(1, 1, 2)])
+def test_chunks_of_lines_give_the_statistics_of_the_whole_corpus(costs):
+    refs, hyps = random_pairs(seed=8, count=100)
+    whole = DeviceEdit([refs], CPU, costs).statistics(hyps)
+    assert whole[:, 0].tolist() == [Levenshtein.distance(ref, hyp, weights=(costs.insertion, costs.deletion,
+                                                                             costs.substitution))
+                                    for ref, hyp in zip(refs, hyps)]
+    for chunk in (1, 100, 1000):
+        assert torch.equal(DeviceEdit([refs], CPU, costs, chunk=chunk).statistics(hyps), whole)
+
+
 def test_bad_costs_are_user_errors():
     assert EditCosts.parse("1,1,2") == EditCosts(1, 1, 2)
     with pytest.raises(NmtkitError, match="three integers"):

@@ -5,17 +5,21 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nmtkit.errors import NmtkitError
 from nmtkit.metrics.ngrams import (
     PAD,
     Ragged,
     char_tokens,
+    chunked,
     found_in,
     hash_words,
     length_batches,
+    line_chunks,
     mix64,
     ngram_keys,
     rank_in_run,
@@ -61,6 +65,31 @@ def test_length_batches_cover_every_sentence_within_the_budget():
     batches = list(length_batches(lengths, 200))
     assert sorted(np.concatenate(batches).tolist()) == list(range(1000))
     assert all(len(batch) == 1 or len(batch) * max(lengths[batch].max(), 1) <= 200 for batch in batches)
+
+
+@pytest.mark.parametrize("budget", [1, 10, 40, 10**9])
+def test_line_chunks_cover_every_line_once_by_width_within_the_budget(budget):
+    rng = np.random.default_rng(1)
+    hyps, refs = ([" " * length for length in rng.integers(0, 20, size=300)] for _ in range(2))
+    runs = list(line_chunks([hyps, refs], budget))
+    order = np.concatenate(runs)
+    assert sorted(order.tolist()) == list(range(300))
+    widths = [max(len(hyps[line]), len(refs[line])) for line in order]
+    assert widths == sorted(widths)
+    assert all(len(run) == 1 or sum(len(hyps[line]) + len(refs[line]) + 2 for line in run) <= budget for run in runs)
+    assert [run.tolist() for run in line_chunks([[], []], budget)] == [[]]
+
+
+def test_chunked_statistics_come_back_in_input_order():
+    def statistics(hyps, refs):  # (n, 2): the line's hypothesis and reference lengths
+        return torch.tensor([[len(hyp), len(ref)] for hyp, ref in zip(hyps, refs[0])]).view(-1, 2)
+
+    hyps, refs = ["abc", "", "a", "abcdefgh", "ab"], ["x", "xyz", "", "xy", "wxyz"]
+    expected = statistics(hyps, [refs])
+    for budget in (1, 7, 10**9):
+        assert torch.equal(chunked(statistics, hyps, [refs], budget), expected)
+    with pytest.raises(NmtkitError, match="5 hypotheses for 4 references"):
+        chunked(statistics, hyps, [refs[:4]], 10)
 
 
 def ragged(sentences) -> Ragged:

@@ -55,6 +55,15 @@ def test_whitespace_is_normalised_as_jiwer_does():
     assert_same_as_jiwer(["a\tb c", "a  b", "x\u3000\u3000y"], ["a b c", "a b", "x y"], characters=False)
 
 
+@pytest.mark.parametrize("characters", [False, True])
+def test_chunks_of_lines_give_the_statistics_of_the_whole_corpus(characters):
+    hypotheses, (references,) = random_corpus(seed=4, lines=60)
+    whole = DeviceWER([references], CPU, characters=characters).statistics(hypotheses)
+    for chunk in (1, 100, 1000):
+        assert torch.equal(DeviceWER([references], CPU, characters=characters, chunk=chunk).statistics(hypotheses),
+                           whole)
+
+
 def test_error_rate_formula():
     assert error_rate(1, 2, 3, 4) == 6 / 7
     assert error_rate(0, 0, 2, 0) == 2.0

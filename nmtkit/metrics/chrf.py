@@ -18,7 +18,9 @@ from torch import Tensor
 from nmtkit.metrics.ngrams import (
     Ragged,
     char_tokens,
+    chunked,
     default_budget,
+    default_chunk,
     found_in,
     hash_words,
     length_batches,
@@ -81,13 +83,14 @@ class DeviceCHRF:
 
     def __init__(self, references: Sequence[Sequence[str]], device: torch.device, char_order: int = 6,
                  word_order: int = 0, beta: int = 2, lowercase: bool = False, whitespace: bool = False,
-                 eps_smoothing: bool = False, budget: int | None = None):
+                 eps_smoothing: bool = False, budget: int | None = None, chunk: int | None = None):
         self.metric = CHRF(char_order=char_order, word_order=word_order, beta=beta, lowercase=lowercase,
                            whitespace=whitespace, eps_smoothing=eps_smoothing)
         self.metric.num_refs = len(references)  # sacrebleu sets this while caching references
         self.name = "chrf++" if word_order else "chrf"
         self.device, self.budget = device, budget or default_budget(device)
-        self.refs = [self._tokens(stream) for stream in references]
+        self.chunk = chunk or default_chunk(device)  # characters tokenized at once: memory bounded by the chunk
+        self.references = references
 
     def _tokens(self, lines: Sequence[str]) -> tuple[Ragged, Ragged]:
         """Characters (whitespace dropped unless kept) and chrF++ words of each line."""
@@ -96,13 +99,13 @@ class DeviceCHRF:
         words = [" ".join(self.metric._remove_punctuation(line)) for line in lines] if self.metric.word_order else []
         return char_tokens(chars, self.device), Ragged.build(*hash_words(words), self.device)
 
-    def _matches(self, hyp: tuple[Ragged, Ragged], rows: Tensor) -> Tensor:
+    def _matches(self, hyp: tuple[Ragged, Ragged], refs: list[tuple[Ragged, Ragged]], rows: Tensor) -> Tensor:
         """Matched character then word n-grams of sentences `rows` against each reference: (B, R, O)."""
         metric = self.metric
-        chars = match_counts(hyp[0].padded(rows), [ref[0].padded(rows) for ref in self.refs], metric.char_order)
+        chars = match_counts(hyp[0].padded(rows), [ref[0].padded(rows) for ref in refs], metric.char_order)
         if not metric.word_order:
             return chars
-        words = match_counts(hyp[1].padded(rows), [ref[1].padded(rows) for ref in self.refs], metric.word_order)
+        words = match_counts(hyp[1].padded(rows), [ref[1].padded(rows) for ref in refs], metric.word_order)
         return torch.cat([chars, words], dim=2)
 
     def _totals(self, tokens: tuple[Ragged, Ragged]) -> Tensor:
@@ -115,18 +118,21 @@ class DeviceCHRF:
     @on_one_thread
     def statistics(self, hypotheses: Sequence[str]) -> Tensor:
         """sacrebleu's per-sentence statistics [hyp, ref, match] per order: (N, 3 * O) int64."""
-        hyp = self._tokens(hypotheses)
-        matches = torch.zeros(len(hypotheses), len(self.refs), self.metric.order, dtype=torch.int64,
-                              device=self.device)
-        widest = torch.stack([hyp[0].lengths] + [ref[0].lengths for ref in self.refs]).max(dim=0).values
+        return chunked(self._chunk_statistics, hypotheses, self.references, self.chunk)
+
+    def _chunk_statistics(self, hypotheses: list[str], references: list[list[str]]) -> Tensor:
+        """Statistics of a run of lines against the same lines of each reference: (n, 3 * O) int64 on the CPU."""
+        hyp, refs = self._tokens(hypotheses), [self._tokens(stream) for stream in references]
+        matches = torch.zeros(len(hypotheses), len(refs), self.metric.order, dtype=torch.int64, device=self.device)
+        widest = torch.stack([hyp[0].lengths] + [ref[0].lengths for ref in refs]).max(dim=0).values
         for rows in length_batches(widest.cpu().numpy(), self.budget):
             rows = torch.from_numpy(rows).to(self.device)
-            matches[rows] = self._matches(hyp, rows)
-        ref_totals = torch.stack([self._totals(ref) for ref in self.refs], dim=1)  # (N, R, O)
+            matches[rows] = self._matches(hyp, refs, rows)
+        ref_totals = torch.stack([self._totals(ref) for ref in refs], dim=1)  # (n, R, O)
         hyp_totals = self._totals(hyp)[:, None].expand_as(ref_totals)
         hyp_totals = torch.where(ref_totals > 0, hyp_totals, 0)  # sacrebleu counts none without a reference n-gram
-        stats = torch.stack([hyp_totals, ref_totals, matches], dim=3)  # (N, R, O, 3)
-        best = f_scores(stats, self.metric.beta, self.metric.eps_smoothing).argmax(dim=1)  # (N,) first best
+        stats = torch.stack([hyp_totals, ref_totals, matches], dim=3)  # (n, R, O, 3)
+        best = f_scores(stats, self.metric.beta, self.metric.eps_smoothing).argmax(dim=1)  # (n,) first best
         return stats[torch.arange(len(hypotheses), device=self.device), best].flatten(1).cpu()
 
     def corpus(self, totals: Sequence) -> CHRFScore:

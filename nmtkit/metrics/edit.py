@@ -19,7 +19,17 @@ from torch import Tensor
 
 from nmtkit.errors import NmtkitError
 from nmtkit.metrics.bitparallel import WORD, myers, trace_counts
-from nmtkit.metrics.ngrams import PAD, Ragged, char_tokens, default_budget, hash_words, length_batches, on_one_thread
+from nmtkit.metrics.ngrams import (
+    PAD,
+    Ragged,
+    char_tokens,
+    chunked,
+    default_budget,
+    default_chunk,
+    hash_words,
+    length_batches,
+    on_one_thread,
+)
 
 CELLS_PER_TOKEN = 4  # batches of pairs hold this many padded tokens times 64-bit words per token of budget
 FIELD = 21  # bits per operation count in the packed counters of `weighted_levenshtein` (pairs < 2M tokens)
@@ -169,18 +179,22 @@ class DeviceEdit:
     name = "edit"
 
     def __init__(self, references: Sequence[Sequence[str]], device: torch.device, costs: EditCosts = EditCosts(),
-                 characters: bool = True):
+                 characters: bool = True, chunk: int | None = None):
         self.costs, self.characters, self.device = costs, characters, device
-        self.refs = self._tokens(references[0])
+        self.references, self.chunk = references[:1], chunk or default_chunk(device)
 
     def _tokens(self, lines: Sequence[str]) -> Ragged:
         if self.characters:
             return char_tokens(lines, self.device)
         return Ragged.build(*hash_words(lines), self.device)
 
+    @on_one_thread
     def statistics(self, hypotheses: Sequence[str]) -> Tensor:
         """[distance, substitutions, deletions, insertions, hits] per sentence: (N, 5) int64."""
-        result = levenshtein(self.refs, self._tokens(hypotheses), self.costs, counts=True)
+        return chunked(self._chunk_statistics, hypotheses, self.references, self.chunk)
+
+    def _chunk_statistics(self, hypotheses: list[str], references: list[list[str]]) -> Tensor:
+        result = levenshtein(self._tokens(references[0]), self._tokens(hypotheses), self.costs, counts=True)
         return torch.stack([result.distance, result.substitutions, result.deletions, result.insertions,
                             result.hits], dim=1)
 

@@ -20,9 +20,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from nmtkit.errors import NmtkitError
+
 PAD = torch.iinfo(torch.int64).max  # odd, so it never equals a key (keys are even)
 CPU_BUDGET = 1 << 18  # padded tokens per batch: small batches of similar length waste little on padding
 CUDA_BUDGET = 1 << 24  # a GPU wants many rows per kernel
+CPU_CHUNK = 1 << 23  # characters of text (hypotheses and references together) tokenized and scored at once
+CUDA_CHUNK = 1 << 26  # larger on a GPU, whose batches are larger
 
 
 def on_one_thread(function: Callable) -> Callable:
@@ -119,6 +123,48 @@ def _batch_end(ordered: list[int], start: int, budget: int) -> int:
 
 def default_budget(device: torch.device) -> int:
     return CPU_BUDGET if device.type == "cpu" else CUDA_BUDGET
+
+
+def default_chunk(device: torch.device) -> int:
+    return CPU_CHUNK if device.type == "cpu" else CUDA_CHUNK
+
+
+def line_chunks(streams: Sequence[Sequence[str]], budget: int) -> Iterator[np.ndarray]:
+    """Line numbers of line-aligned streams, ordered by width (the longest of a line's versions), in runs of at
+    most `budget` characters in all streams (newlines counted; at least one line a run). No lines give one
+    empty run. Sentences of similar widths share a run, so its batches are those of the whole corpus."""
+    sizes = np.stack([np.fromiter(map(len, stream), dtype=np.int64, count=len(stream)) for stream in streams])
+    order = np.argsort(sizes.max(axis=0), kind="stable")  # sizes (S, N)
+    bounds = np.concatenate([[0], np.cumsum(sizes.sum(axis=0)[order] + len(streams))])  # characters before each
+    start = 0
+    while True:
+        end = min(max(int(np.searchsorted(bounds, bounds[start] + budget, side="right")) - 1, start + 1), len(order))
+        yield order[start:end]
+        if end >= len(order):
+            return
+        start = end
+
+
+def chunked(statistics: Callable[[list[str], list[list[str]]], Tensor], hypotheses: Sequence[str],
+            references: Sequence[Sequence[str]], budget: int) -> Tensor:
+    """`statistics(hypotheses, references)` (N, K) computed on runs of lines of at most `budget` characters.
+
+    A sentence's statistics do not depend on the other sentences, and corpus scores are formulas over their
+    sums, so this is exactly one call on the whole corpus, in memory bounded by the run instead of the corpus.
+    """
+    for stream in references:
+        if len(stream) != len(hypotheses):
+            raise NmtkitError(f"{len(hypotheses)} hypotheses for {len(stream)} references")
+    parts, runs = [], []
+    for lines in line_chunks([hypotheses, *references], budget):
+        numbers = lines.tolist()
+        picked = [[stream[number] for number in numbers] for stream in [hypotheses, *references]]
+        parts.append(statistics(picked[0], picked[1:]))
+        runs.append(lines)
+    ordered = torch.cat(parts)
+    stats = torch.empty_like(ordered)
+    stats[torch.from_numpy(np.concatenate(runs))] = ordered  # back in input order
+    return stats
 
 
 def length_batches(sizes: np.ndarray, budget: int) -> Iterator[np.ndarray]:

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from nmtkit.metrics.edit import levenshtein
-from nmtkit.metrics.ngrams import Ragged, char_tokens, hash_words
+from nmtkit.metrics.ngrams import Ragged, char_tokens, chunked, default_chunk, hash_words, on_one_thread
 
 MULTIPLE_SPACES = re.compile(r"\s\s+")  # jiwer.RemoveMultipleSpaces
 
@@ -36,19 +36,24 @@ def error_rate(substitutions, deletions, insertions, hits) -> float:
 class DeviceWER:
     """WER (words) or CER (characters) against the first reference, with jiwer's counts S, D, I, H."""
 
-    def __init__(self, references: Sequence[Sequence[str]], device: torch.device, characters: bool = False):
+    def __init__(self, references: Sequence[Sequence[str]], device: torch.device, characters: bool = False,
+                 chunk: int | None = None):
         self.name = "cer" if characters else "wer"
         self.characters, self.device = characters, device
-        self.refs = self._tokens(references[0])
+        self.references, self.chunk = references[:1], chunk or default_chunk(device)
 
     def _tokens(self, lines: Sequence[str]) -> Ragged:
         if self.characters:
             return char_tokens([line.strip() for line in lines], self.device)
         return Ragged.build(*hash_words([jiwer_words(line) for line in lines], " "), self.device)
 
+    @on_one_thread
     def statistics(self, hypotheses: Sequence[str]) -> Tensor:
         """[substitutions, deletions, insertions, hits] per sentence: (N, 4) int64."""
-        result = levenshtein(self.refs, self._tokens(hypotheses), counts=True)
+        return chunked(self._chunk_statistics, hypotheses, self.references, self.chunk)
+
+    def _chunk_statistics(self, hypotheses: list[str], references: list[list[str]]) -> Tensor:
+        result = levenshtein(self._tokens(references[0]), self._tokens(hypotheses), counts=True)
         return torch.stack([result.substitutions, result.deletions, result.insertions, result.hits], dim=1)
 
     def score(self, totals: Sequence[float]) -> float:
