@@ -52,16 +52,17 @@ def make_payload(config: Config, model: EncoderDecoder, subwords: tuple[Subword,
             "model": model.state_dict(), "train_state": train_state}
 
 
-def load_checkpoint(path: str | Path) -> dict:
-    """Read a checkpoint; a missing, truncated or foreign file is a one-line NmtkitError."""
+def load_checkpoint(path: str | Path,
+                    remedy: str = "use another checkpoint, e.g. last.pt or model.pt of the run") -> dict:
+    """Read a checkpoint; a missing, truncated or foreign file is a one-line NmtkitError (ending in `remedy` when
+    the file is damaged)."""
     path = Path(path)
     if not path.is_file():
         raise NmtkitError(f"checkpoint {path} does not exist")
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # torch.load fails in many ways on foreign or damaged files
-        raise NmtkitError(f"checkpoint {path} is corrupted or truncated ({type(error).__name__}); "
-                          "use another checkpoint, e.g. last.pt or model.pt of the run") from error
+        raise NmtkitError(f"checkpoint {path} is corrupted or truncated ({type(error).__name__}); {remedy}") from error
     if not isinstance(payload, dict) or "format" not in payload:
         raise NmtkitError(f"{path} is not an nmtkit checkpoint")
     if payload["format"] != FORMAT:

@@ -223,11 +223,8 @@ class Trainer:
 
     def resume(self) -> None:
         path = self.out_dir / "last.pt"
-        try:
-            payload = load_checkpoint(path)
-        except NmtkitError as error:
-            raise NmtkitError(f"cannot resume: {str(error).partition('; use another')[0]}; move it away to train "
-                              "from scratch in this --out, or train into a new --out") from error
+        payload = load_checkpoint(path, "cannot resume from it: move it away to train from scratch in this --out, "
+                                        "or train into a new --out")
         state = payload.get("train_state")
         if state is None:
             raise NmtkitError(f"{path} holds no training state; cannot resume from it")

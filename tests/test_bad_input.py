@@ -176,7 +176,8 @@ def test_damaged_or_foreign_checkpoints(run: Path, tmp_path: Path):
     out = tmp_path / "run"
     out.mkdir()
     write(out / "last.pt", data[:100])
-    assert_error(nmtkit(*train_args(run / "data", out, "--resume")), "cannot resume", "last.pt", "new --out")
+    assert_error(nmtkit(*train_args(run / "data", out, "--resume")), "corrupted", "last.pt", "cannot resume",
+                 "new --out")
 
 
 def test_resume_with_other_data_or_model(run: Path, tmp_path: Path):
