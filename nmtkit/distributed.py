@@ -8,6 +8,7 @@ one, in which every collective here returns its input unchanged.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -85,8 +86,14 @@ def init_world(device_name: str) -> World:
     return World(rank, local_rank, size, device)
 
 
-def leave_world(world: World) -> None:
+def leave_world(world: World, wait_for_all: bool = True) -> None:
+    """Destroy the process group. After a run that finished everywhere, the processes first wait for each other,
+    so that none tears its connections down while another still uses them; objects that used the group (DDP)
+    are collected before it goes (gloo aborted a process at exit when they outlived it)."""
     if world.distributed and dist.is_initialized():
+        gc.collect()
+        if wait_for_all:
+            dist.barrier()
         dist.destroy_process_group()
 
 

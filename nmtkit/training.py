@@ -551,7 +551,7 @@ def train(config: Config, data_dir: Path, out_dir: Path, resume: bool = False, q
     processes return None (and log warnings only)."""
     world = init_world(config.train.device)
     logger, handler = logging.getLogger("nmtkit"), None
-    level = logger.level
+    level, trainer, finished = logger.level, None, False
     try:
         if (out_dir / "last.pt").exists() and not resume:
             raise NmtkitError(f"{out_dir} already holds a run (last.pt); pass --resume or choose another --out")
@@ -572,10 +572,12 @@ def train(config: Config, data_dir: Path, out_dir: Path, resume: bool = False, q
                  sum(p.numel() for p in trainer.model.parameters()), trainer.device, world.size, trainer.threads,
                  trainer.precision_name)
         summary = trainer.run()
+        finished = True
         return summary if world.is_main else None
     finally:
         logger.setLevel(level)
         if handler is not None:
             logger.removeHandler(handler)
             handler.close()
-        leave_world(world)
+        del trainer  # DDP and its pending work go before the process group they use
+        leave_world(world, wait_for_all=finished)
