@@ -109,11 +109,15 @@ def launch(processes: int, argv: list[str]) -> int:
     received: list[int] = []
 
     def relay(number: int, frame) -> None:
-        if received and number == signal.SIGINT:
-            os.killpg(child.pid, signal.SIGKILL)
         received.append(number)
+        if len(received) > 1 and number == signal.SIGINT:
+            os.killpg(child.pid, signal.SIGKILL)
+            return
         for pid in child_processes(child.pid):
-            os.kill(pid, number)
+            try:
+                os.kill(pid, number)
+            except ProcessLookupError:  # it ended between the listing and the signal
+                pass
 
     previous = {number: signal.signal(number, relay) for number in (signal.SIGINT, signal.SIGTERM)}
     try:

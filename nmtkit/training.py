@@ -276,13 +276,14 @@ class Trainer:
         their number); DDP exchanges gradients in the backward pass of the last batch only."""
         scale = weight * self.world.size / max(tokens, 1.0)
         probability = self.sampling_probability()
-        loss_sum = nll_sum = 0.0
+        sums = torch.zeros(2, dtype=torch.float64, device=self.device)  # loss, nll: one device sync per update
         for index, batch in enumerate(batches):
-            exchange = self.world.distributed and index < len(batches) - 1
-            with self.ddp.no_sync() if exchange else nullcontext():
+            hold_back = self.world.distributed and index < len(batches) - 1
+            with self.ddp.no_sync() if hold_back else nullcontext():
                 loss, nll = self._loss(batch.to(self.device), probability)
                 self.scaler.scale(loss * scale).backward()
-            loss_sum, nll_sum = loss_sum + weight * loss.item(), nll_sum + weight * nll.item()
+            sums += torch.stack([loss.detach(), nll]).double() * weight
+        loss_sum, nll_sum = sums.tolist()
         return loss_sum, nll_sum
 
     def update(self, batches: list[Batch], tokens: float, weight: float = 1.0) -> dict | None:
