@@ -46,6 +46,13 @@ class Ensemble(EncoderDecoder):
     def init_state(self, memory: Memory) -> State:
         return _join([member.init_state(_member(memory, index)) for index, member in enumerate(self.members)])
 
+    def beam_memory(self, memory: Memory, beam: int) -> Memory:
+        """Each member's memory as that member keeps it for beams (repeated or shared, see EncoderDecoder)."""
+        members = enumerate(self.members)
+        expanded = _join([member.beam_memory(_member(memory, index), beam) for index, member in members])
+        expanded["src_mask"] = memory["src_mask"]  # one row per sentence; search repeats it where it needs to
+        return expanded
+
     def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, State, Tensor | None]:
         outputs = [member.step(prev, _member(state, index), _member(memory, index))
                    for index, member in enumerate(self.members)]

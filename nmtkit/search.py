@@ -1,7 +1,8 @@
 """Decoding for every model through `encode` / `init_state` / `step`: greedy search and batched beam search.
 
 Beam search keeps all sentences and beams of a batch in one tensor of B*K rows. Finished sentences leave the
-batch, and Memory/State are reordered generically with `index_select` on their batch dimension.
+batch, and Memory/State are reordered generically with `index_select` on their batch dimension (Memory tensors
+that a model keeps at one row per sentence, see `EncoderDecoder.beam_memory`, by sentence).
 """
 
 from __future__ import annotations
@@ -31,6 +32,14 @@ def select_rows(tensors: dict[str, Tensor], index: Tensor) -> dict[str, Tensor]:
 def repeat_rows(tensors: dict[str, Tensor], times: int) -> dict[str, Tensor]:
     """Repeat each batch row `times` times in place: rows b*times ... b*times+times-1 belong to sentence b."""
     return {name: value.repeat_interleave(times, dim=0) for name, value in tensors.items()}
+
+
+def keep_sentences(memory: dict[str, Tensor], live: int, kept: Tensor, beam_size: int) -> dict[str, Tensor]:
+    """Shrink the memory of `live` sentences to the `kept` ones (indices among them): a tensor of live * beam_size
+    rows holds each sentence's beams, one of `live` rows is shared by them (`EncoderDecoder.beam_memory`)."""
+    beam_rows = (kept.unsqueeze(1) * beam_size + torch.arange(beam_size, device=kept.device)).view(-1)
+    return {name: value.index_select(0, kept if value.size(0) == live else beam_rows)
+            for name, value in memory.items()}
 
 
 def coverage_penalty(coverage: Tensor, src_mask: Tensor, weight: float) -> Tensor:
@@ -162,7 +171,10 @@ def _finalize(beams: _Beams, top_scores: Tensor, top_ids: Tensor, vocab: int, st
     is_eos = (top_ids % vocab == EOS)[:, :beam_size] & torch.isfinite(top_scores[:, :beam_size])
     if not bool(is_eos.any()):
         return
-    covered = None if beams.coverage is None else coverage_penalty(beams.coverage, src_mask, length_penalty.coverage)
+    covered = None
+    if beams.coverage is not None:  # src_mask has a row per sentence or one per beam (see keep_sentences)
+        src_mask = src_mask.repeat_interleave(beams.coverage.size(0) // src_mask.size(0), dim=0)
+        covered = coverage_penalty(beams.coverage, src_mask, length_penalty.coverage)
     for row, col in is_eos.nonzero().tolist():
         sentence = int(beams.sentences[row])
         if len(finished[sentence]) >= beam_size:
@@ -202,8 +214,9 @@ def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: T
     limit only EOS is, so every sentence finishes.
     """
     batch, device = src.size(0), src.device
-    memory = repeat_rows(model.encode(src, src_mask), beam_size)
-    state = model.init_state(memory)
+    memory = model.encode(src, src_mask)
+    state = repeat_rows(model.init_state(memory), beam_size)
+    memory = model.beam_memory(memory, beam_size)
     scores = torch.full((batch, beam_size), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: keep one
     beams = _Beams(torch.arange(batch, device=device), scores,
@@ -218,8 +231,9 @@ def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: T
         at_limit = step + 1 >= max_len[beams.sentences]
         if step < min_len:  # EOS now would give fewer than min_len tokens
             candidates[~at_limit, :, EOS] = float("-inf")
-        candidates[at_limit, :, :EOS] = float("-inf")
-        candidates[at_limit, :, EOS + 1 :] = float("-inf")
+        if bool(at_limit.any()):
+            candidates[at_limit, :, :EOS] = float("-inf")
+            candidates[at_limit, :, EOS + 1 :] = float("-inf")
         top_scores, top_ids = candidates.view(-1, beam_size * vocab).topk(2 * beam_size, dim=1)
         _finalize(beams, top_scores, top_ids, vocab, step, finished, length_penalty, memory["src_mask"])
         top_scores = top_scores.masked_fill(top_ids % vocab == EOS, float("-inf"))
@@ -236,6 +250,5 @@ def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: T
                        None if beams.coverage is None else beams.coverage[source_rows])
         state = select_rows(state, source_rows)
         if keep.numel() < done.numel():
-            kept_rows = keep.unsqueeze(1) * beam_size + torch.arange(beam_size, device=device)  # (n', K)
-            memory = select_rows(memory, kept_rows.view(-1))
+            memory = keep_sentences(memory, done.numel(), keep, beam_size)
     return [sorted(hyps, key=lambda hyp: hyp.score, reverse=True) for hyps in finished]

@@ -83,9 +83,10 @@ class Translator:
         todo = [index for index, text in enumerate(texts) if text]
         for batch in length_batches([len(ids[index]) for index in todo], self.decode.batch_tokens):
             rows = [todo[position] for position in batch]
-            for row, hyps in zip(rows, self.search([ids[row] for row in rows])):
-                decoded = self.loaded.tgt_subword.decode([hyp.tokens for hyp in hyps])
-                outputs[row] = [(text, hyp.score) for text, hyp in zip(decoded, hyps)]
+            found = self.search([ids[row] for row in rows])
+            decoded = iter(self.loaded.tgt_subword.decode([hyp.tokens for hyps in found for hyp in hyps]))
+            for row, hyps in zip(rows, found):  # one decode call per batch: each call has a fixed cost
+                outputs[row] = [(next(decoded), hyp.score) for hyp in hyps]
         return outputs
 
     def alignments(self, lines: list[str], translations: list[str]) -> list[str]:

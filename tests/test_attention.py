@@ -97,6 +97,35 @@ def test_need_weights_does_not_change_causal_self_attention_output(attention):
     assert torch.all(weights[..., future] == 0)
 
 
+@pytest.mark.parametrize("queries", [1, 5, 20])
+@pytest.mark.parametrize("causal", [False, True])
+def test_matmul_path_equals_the_fused_kernel(attention, monkeypatch, queries, causal):
+    """Up to `few_queries` queries per row attention is two matmuls (faster when decoding); more go to the fused
+    kernel. Both give the same output, with a mask, and causally over a cache of 3 earlier positions."""
+    generator = torch.Generator().manual_seed(5)
+    x = torch.randn(2, queries, 16, generator=generator)
+    key, value = attention.project_kv(torch.randn(2, queries + 3 * causal, 16, generator=generator))
+    mask = None if causal else torch.ones(2, 1, queries, dtype=torch.bool).tril(queries - 2)
+    matmul, _ = attention(x, key, value, mask=mask, causal=causal)
+    monkeypatch.setattr(attention, "few_queries", 0 if queries <= 16 else 100)
+    fused, _ = attention(x, key, value, mask=mask, causal=causal)
+    torch.testing.assert_close(matmul, fused, rtol=0, atol=1e-6)
+
+
+def test_grouped_queries_equal_keys_repeated_per_row(attention):
+    """Beams sharing their sentence's keys (grouped) attend exactly as with the keys copied to every beam row."""
+    generator = torch.Generator().manual_seed(6)
+    x = torch.randn(6, 1, 16, generator=generator)  # 2 sentences x 3 beams, one step
+    key, value = attention.project_kv(torch.randn(2, 5, 16, generator=generator))
+    mask = torch.tensor([[True] * 5, [True] * 3 + [False] * 2]).unsqueeze(1)  # (2, 1, 5)
+    grouped, grouped_weights = attention.grouped(x, key, value, mask=mask, need_weights=True)
+    rows = torch.tensor([0, 0, 0, 1, 1, 1])
+    repeated, weights = attention(x, key[rows], value[rows], mask=mask[rows], need_weights=True)
+    torch.testing.assert_close(grouped, repeated, rtol=0, atol=1e-6)
+    torch.testing.assert_close(grouped_weights, weights, rtol=0, atol=1e-6)
+    assert torch.all(grouped_weights[3:, :, :, 3:] == 0)
+
+
 @pytest.mark.parametrize("need_weights", [False, True])
 def test_causal_output_ignores_later_positions(attention, need_weights):
     generator = torch.Generator().manual_seed(4)

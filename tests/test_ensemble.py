@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -51,3 +52,22 @@ def test_search_runs_on_an_ensemble(make_transformer, source_batch):
     assert [hyp.tokens for hyp in greedy] == [hyps[0].tokens for hyps in beams]
     wide = beam_search(ensemble, src, src_mask, limit, beam_size=4)
     assert all(len(hyps) == 4 for hyps in wide)
+
+
+def test_ensemble_of_a_transformer_and_an_rnn_searches_like_its_members_memory_repeated(
+        make_transformer, source_batch, monkeypatch):
+    """The Transformer member keeps one memory row per sentence, the Luong member one per beam: beam search
+    over the mixed memory equals beam search with every member's memory repeated per beam."""
+    from nmtkit.models.base import EncoderDecoder
+    from nmtkit.models.luong import Luong, LuongConfig
+
+    _, src, src_mask = source_batch
+    torch.manual_seed(3)
+    rnn = Luong(LuongConfig(embed_dim=16, hidden=16, encoder_layers=1, decoder_layers=1), 12, 12, True).eval()
+    ensemble = Ensemble([make_transformer(seed=1, tie_output=False), rnn]).eval()
+    limit = max_lengths(src_mask, 1.5, 2)
+    mixed = beam_search(ensemble, src, src_mask, limit, beam_size=3)
+    monkeypatch.setattr(type(ensemble.members[0]), "beam_memory", EncoderDecoder.beam_memory)
+    repeated = beam_search(ensemble, src, src_mask, limit, beam_size=3)
+    assert [[hyp.tokens for hyp in hyps] for hyps in mixed] == [[hyp.tokens for hyp in hyps] for hyps in repeated]
+    assert [hyps[0].score for hyps in mixed] == pytest.approx([hyps[0].score for hyps in repeated], abs=1e-5)

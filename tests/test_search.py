@@ -21,6 +21,7 @@ from nmtkit.search import (
     coverage_penalty,
     filter_log_probs,
     greedy_search,
+    keep_sentences,
     max_lengths,
 )
 
@@ -255,6 +256,31 @@ def test_transformer_beam_one_equals_greedy_and_scores_match_forward(search_mode
         scores = [hyp.score for hyp in nbest[index]]
         assert scores == sorted(scores, reverse=True)
         assert len(nbest[index]) == 4
+
+
+@pytest.mark.parametrize("penalty", [LengthPenalty("average"), LengthPenalty("gnmt", alpha=0.6, coverage=0.4)],
+                         ids=["average", "coverage"])
+def test_beams_sharing_memory_search_as_with_memory_repeated(search_model, source_batch, monkeypatch, penalty):
+    """The Transformer keeps one memory row per sentence for all its beams (`beam_memory`); the default, memory
+    repeated for every beam, finds the same hypotheses with the same scores (sentences also leave the batch)."""
+    _, src, src_mask = source_batch
+    memory = search_model.encode(src, src_mask)
+    assert search_model.beam_memory(memory, 3)["cross_k0"].size(0) == 3
+    limit = max_lengths(src_mask, 1.5, 2)
+    shared = beam_search(search_model, src, src_mask, limit, 3, penalty)
+    monkeypatch.setattr(type(search_model), "beam_memory", EncoderDecoder.beam_memory)
+    assert search_model.beam_memory(memory, 3)["cross_k0"].size(0) == 9
+    repeated = beam_search(search_model, src, src_mask, limit, 3, penalty)
+    for ours, theirs in zip(shared, repeated):
+        assert [hyp.tokens for hyp in ours] == [hyp.tokens for hyp in theirs]
+        assert [hyp.score for hyp in ours] == pytest.approx([hyp.score for hyp in theirs], abs=1e-5)
+
+
+def test_keep_sentences_keeps_beam_rows_and_sentence_rows():
+    memory = {"src_mask": torch.arange(3).view(3, 1), "per_beam": torch.arange(6).view(6, 1)}
+    kept = keep_sentences(memory, live=3, kept=torch.tensor([0, 2]), beam_size=2)
+    assert kept["src_mask"].view(-1).tolist() == [0, 2]
+    assert kept["per_beam"].view(-1).tolist() == [0, 1, 4, 5]
 
 
 def test_gnmt_sockeye_and_word_penalty_formulas():

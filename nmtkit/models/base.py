@@ -26,6 +26,13 @@ class EncoderDecoder(nn.Module):
         """The decoder state before the first target token."""
         raise NotImplementedError
 
+    def beam_memory(self, memory: Memory, beam: int) -> Memory:
+        """Memory for a search with `beam` state rows per sentence (row b*beam + k belongs to sentence b).
+
+        By default each sentence's rows are repeated `beam` times. A model whose `step` can read one row per
+        sentence for all its beams may leave tensors unrepeated: search tells the two apart by their row count."""
+        return {name: value.repeat_interleave(beam, dim=0) for name, value in memory.items()}
+
     def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, State, Tensor | None]:
         """prev (B,) last tokens -> log-probs (B, V), new state, attention over the source (B, S) or None."""
         raise NotImplementedError

@@ -106,6 +106,8 @@ class DecoderLayer(nn.Module):
             return self.self_attention(h, key, value, causal=True)
 
         def cross_attend(h: Tensor):
+            if h.size(0) > cross_kv[0].size(0):  # beams sharing their sentence's memory (see `beam_memory`)
+                return self.cross_attention.grouped(h, *cross_kv, mask=src_mask.unsqueeze(1), need_weights=need_weights)
             return self.cross_attention(h, *cross_kv, mask=src_mask.unsqueeze(1), need_weights=need_weights)
 
         x, _ = self.blocks[0](x, self_attend)
@@ -172,6 +174,11 @@ class Transformer(EncoderDecoder):
     def checkpoint_layers(self) -> list[nn.Module]:
         return [*self.encoder, *self.decoder]
 
+    def beam_memory(self, memory: Memory, beam: int) -> Memory:
+        """Beams read their sentence's memory in place: one step's `beam` rows per sentence are attention queries
+        of one row (MultiHeadAttention.grouped), so the encoder output is neither copied nor read once per beam."""
+        return memory
+
     def init_state(self, memory: Memory) -> State:
         batch, device = memory["src_mask"].size(0), memory["src_mask"].device
         heads, head_dim = self.config.heads, self.config.d_model // self.config.heads
@@ -182,7 +189,7 @@ class Transformer(EncoderDecoder):
         offset = state["self_k0"].size(2)
         x = self.dropout(self.positions(self.tgt_embed(prev.unsqueeze(1)), offset))  # (B, 1, D)
         logits, state, weights = self._decode(x, memory, state, need_weights=True)
-        return F.log_softmax(logits[:, -1].float(), dim=-1), state, weights[:, -1]
+        return F.log_softmax(logits[:, -1], dim=-1, dtype=torch.float32), state, weights[:, -1]
 
     def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor,
                 need_attention: bool = False) -> tuple[Tensor, Tensor | None]:
