@@ -11,6 +11,11 @@ threads (nmtkit `--threads`; OpenNMT-py has no thread flag and takes OMP_NUM_THR
   lengths therefore differ a little (the table shows how many lines are identical), and so does the work.
 - greedy search (nmtkit `--greedy`, OpenNMT-py `-beam_size 1`; its `-random_sampling_topk 1` gives the same
   outputs through its GreedySearch class).
+- with --reduced-precision, beam search a third time in each tool's fastest CPU precision: nmtkit `--bf16`
+  (bfloat16 weights and activations; fast on CPUs with AVX512-BF16 or AMX) and OpenNMT-py `-precision int8`
+  (meant as PyTorch dynamic int8 quantization, its CPU-only option; in 3.5.1 it changes nothing, as
+  onmt/model_builder.py compares the option's string with torch.int8, so this is OpenNMT-py in float32 again and
+  its outputs equal its float32 run's).
 Both use their default batching: nmtkit (the checkpoint's decode settings) sorts 2000 lines at a time by length
 and cuts batches of 6000 source tokens; OpenNMT-py sorts up to 16384 lines by length and cuts batches of 30
 sentences. Both use their default output length limit: nmtkit 1.5 * source length + 10 per sentence, OpenNMT-py
@@ -28,6 +33,7 @@ Empty input lines are left out (nmtkit does not translate them; OpenNMT-py would
 
 Usage: python benchmarks/translate_speed.py [--model runs/bible-es-en/transformer/model.pt]
        [--input data/bible/raw/test.es] [--ref data/bible/raw/test.en] [--threads 2] [--beam 5] [--skip-onmt]
+       [--reduced-precision]
 (build the OpenNMT-py environment first with benchmarks/setup_onmt.sh).
 """
 
@@ -56,6 +62,7 @@ from nmtkit.data.subword import Subword
 log = logging.getLogger("translate_speed")
 
 NMTKIT, ONMT = "nmtkit", "OpenNMT-py 3.5.1"
+REDUCED = "bf16/int8"  # suffix of the reduced-precision search: nmtkit --bf16, OpenNMT-py -precision int8
 ONMT_OWN_TIME = re.compile(r"Total translation time \(s\): ([\d.]+)")
 
 
@@ -102,6 +109,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--beam", type=int, default=5, help="beam size of the beam-search runs")
     parser.add_argument("--onmt-venv", type=Path, default=Path("/work/onmt-venv"), help="OpenNMT-py 3.5.1 venv")
     parser.add_argument("--skip-onmt", action="store_true", help="time nmtkit only")
+    parser.add_argument("--reduced-precision", action="store_true",
+                        help="also beam search with nmtkit --bf16 and OpenNMT-py -precision int8")
     return parser.parse_args()
 
 
@@ -165,12 +174,13 @@ def run_timed(command: list[str], env: dict, stdout_path: Path, log_path: Path) 
 # ---------------------------------------------------------------- nmtkit
 def nmtkit_command(args: argparse.Namespace, source: Path, search: str) -> list[str]:
     mode = ["--greedy"] if search == "greedy" else ["--beam", str(args.beam), "--length-penalty", "average"]
+    mode += ["--bf16"] if search.endswith(REDUCED) else []
     return [sys.executable, "-m", "nmtkit", "-q", "translate", "--model", str(args.model), "--input", str(source),
             "--threads", str(args.threads), "--device", "cpu"] + mode
 
 
 def time_nmtkit(args: argparse.Namespace, inputs: Inputs, search: str, workdir: Path) -> Run:
-    name = search.replace(" ", "")
+    name = search.replace(" ", "").replace(",", "-").replace("/", "-")
     env, out, err = thread_env(args.threads), workdir / f"nmtkit-{name}.out", workdir / f"nmtkit-{name}.log"
     startup = run_timed(nmtkit_command(args, first_line(inputs.text), search), env, out, err)
     wall = run_timed(nmtkit_command(args, inputs.text, search), env, out, err)
@@ -180,6 +190,7 @@ def time_nmtkit(args: argparse.Namespace, inputs: Inputs, search: str, workdir: 
 # ---------------------------------------------------------------- OpenNMT-py
 def onmt_command(args: argparse.Namespace, model: Path, source: Path, output: Path, search: str) -> list[str]:
     beam = ["-beam_size", "1"] if search == "greedy" else ["-beam_size", str(args.beam), "-length_penalty", "avg"]
+    beam += ["-precision", "int8"] if search.endswith(REDUCED) else []
     return [str(args.onmt_venv / "bin" / "onmt_translate"), "-model", str(model), "-src", str(source),
             "-output", str(output), "-report_time"] + beam
 
@@ -191,7 +202,7 @@ def decode_onmt(path: Path, inputs: Inputs) -> list[str]:
 
 
 def time_onmt(args: argparse.Namespace, model: Path, inputs: Inputs, search: str, workdir: Path) -> Run:
-    name = search.replace(" ", "")
+    name = search.replace(" ", "").replace(",", "-").replace("/", "-")
     env, output = thread_env(args.threads), workdir / f"onmt-{name}.out"
     stdout, err = workdir / f"onmt-{name}.stdout", workdir / f"onmt-{name}.log"
     startup = run_timed(onmt_command(args, model, first_line(inputs.pieces), output, search), env, stdout, err)
@@ -265,7 +276,8 @@ def time_all(args: argparse.Namespace, payload: dict, workdir: Path) -> tuple[li
         onmt_model = workdir / "onmt.pt"
         torch.save(convert(payload), onmt_model)
     runs = []
-    for search in (f"beam {args.beam}", "greedy"):
+    searches = [f"beam {args.beam}", "greedy"] + ([f"beam {args.beam}, {REDUCED}"] if args.reduced_precision else [])
+    for search in searches:
         if onmt_model is not None:
             runs.append(time_onmt(args, onmt_model, inputs, search, workdir))
         runs.append(time_nmtkit(args, inputs, search, workdir))
