@@ -33,6 +33,8 @@ bench: bible-data
 	$(BIN)/python benchmarks/metrics_speed.py --lines 100000 1000000
 	[ -f runs/bible-es-en/transformer/model.pt ] && $(BIN)/python benchmarks/align_aer.py \
 	  || echo "align_aer.py skipped: run make recipe-bible first" >&2
+	[ -f runs/bible-es-en/transformer/model.pt ] && $(BIN)/python benchmarks/translate_speed.py --reduced-precision \
+	  || echo "translate_speed.py skipped: run make recipe-bible first" >&2
 
 recipe-reverse: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/reverse/run.sh
