@@ -17,6 +17,7 @@ from nmtkit.config import DecodeConfig
 from nmtkit.data.corpus import normalize
 from nmtkit.data.dataset import encode_sources
 from nmtkit.errors import NmtkitError
+from nmtkit.runtime import native_bf16
 from nmtkit.search import Hypothesis, LengthPenalty, Sampler, beam_search, greedy_search, max_lengths
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,10 @@ class Translator:
     def __init__(self, loaded: LoadedModel, decode: DecodeConfig, device: torch.device):
         self.loaded, self.decode, self.device = loaded, decode, device
         loaded.model.to(getattr(torch, decode.dtype))
+        native = decode.dtype == "bfloat16" and native_bf16(device)
+        if device.type == "cpu" and decode.dtype != "float32" and not native:
+            log.warning("%s is not computed natively by this CPU (bfloat16 needs AVX512-BF16 or AMX): translating "
+                        "will be slower than in float32", decode.dtype)
         self.max_source = (loaded.model.max_length() or 1024) - 1  # EOS takes a position
         generator = torch.Generator(device).manual_seed(decode.seed)
         self.sampler = Sampler(decode.temperature, decode.top_k, decode.top_p, generator)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import random
 
 import pytest
@@ -49,6 +50,15 @@ def test_overlong_lines_are_truncated_with_a_warning(loaded: LoadedModel, caplog
     translator = Translator(loaded, DecodeConfig(beam=1, max_len_b=3), torch.device("cpu"))
     assert len(translator.translate(["uno " * 100, "dos"])) == 2
     assert "line 1: 100 subwords, truncated to 39" in caplog.text
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_bfloat16_warns_where_the_cpu_only_emulates_it(loaded: LoadedModel, monkeypatch, caplog, native: bool):
+    monkeypatch.setattr("nmtkit.translate.native_bf16", lambda device: native)
+    translator = Translator(copy.deepcopy(loaded), DecodeConfig(dtype="bfloat16", max_len_b=3), torch.device("cpu"))
+    assert ("slower than in float32" in caplog.text) == (not native)
+    lines = shuffled_lines(6, seed=5)
+    assert len(translator.translate(lines)) == len(lines)
 
 
 def test_length_batches_cover_every_index_within_budget():
