@@ -225,6 +225,8 @@ def translate(
     word_penalty: Annotated[float | None, typer.Option(help="score subtracted per output token")] = None,
     coverage_penalty: Annotated[float | None, typer.Option(help="GNMT coverage penalty weight (beam search)")] = None,
     min_len: Annotated[int | None, typer.Option(help="no EOS before this many tokens")] = None,
+    stop_finished: Annotated[int | None, typer.Option(
+        help="end a sentence's beam search once N hypotheses finished (default: the beam size)")] = None,
     max_len_a: Annotated[float | None, typer.Option(help="output length limit: a * source length + b")] = None,
     max_len_b: Annotated[int | None, typer.Option(help="output length limit: a * source length + b")] = None,
     nbest: Annotated[int | None, typer.Option(help="print the K best as `i ||| hypothesis ||| score` lines")] = None,
@@ -255,7 +257,8 @@ def translate(
     flags = {"beam": 1 if greedy else beam, "batch_tokens": batch_tokens, "buffer_size": buffer_size,
              "length_penalty": length_penalty, "alpha": alpha, "beta": beta, "word_penalty": word_penalty,
              "coverage_penalty": coverage_penalty,
-             "min_len": min_len, "max_len_a": max_len_a, "max_len_b": max_len_b, "nbest": nbest,
+             "min_len": min_len, "stop_finished": stop_finished, "max_len_a": max_len_a, "max_len_b": max_len_b,
+             "nbest": nbest,
              "dtype": "float16" if fp16 else "bfloat16" if bf16 else None, "sample": sample or None,
              "temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed}
     raw.update({key: value for key, value in flags.items() if value is not None})
@@ -264,6 +267,8 @@ def translate(
         raise NmtkitError("--nbest needs beam search; --sample draws one translation per line")
     if decode.nbest > max(decode.beam, 1):
         raise NmtkitError(f"--nbest {decode.nbest} needs a beam of at least {decode.nbest} (--beam {decode.beam})")
+    if 0 < decode.stop_finished < decode.nbest:
+        raise NmtkitError(f"--nbest {decode.nbest} needs --stop-finished of at least {decode.nbest} (or 0)")
     if alignment and decode.nbest > 1:
         raise NmtkitError("--alignment prints the links of the best translation; it does not combine with --nbest")
     for text in translate_stream(Translator(loaded, decode, torch_device), _open_lines(input), scores, alignment):

@@ -100,6 +100,7 @@ class DecodeConfig:
     word_penalty: float = option(0.0, "subtracted from a hypothesis' score per token (negative: longer outputs)")
     coverage_penalty: float = option(0.0, "weight beta of GNMT's coverage penalty (Wu et al. 2016, Eq. 14; 0 = off)")
     min_len: int = option(0, "no EOS before this many output tokens")
+    stop_finished: int = option(0, "beam search ends a sentence once this many hypotheses finished (0 = beam size)")
     nbest: int = option(1, "hypotheses output per input line (at most the beam size)")
     sample: bool = option(False, "sample each token instead of searching (uses temperature, top_k, top_p)")
     temperature: float = option(1.0, "sampling temperature")

@@ -185,15 +185,15 @@ def _finalize(beams: _Beams, top_scores: Tensor, top_ids: Tensor, vocab: int, st
         finished[sentence].append(Hypothesis(beams.tokens[source_row, 1:].tolist(), score, log_prob))
 
 
-def _done(sentences: list[int], best_live: list[float], finished: list[list[Hypothesis]], beam_size: int,
+def _done(sentences: list[int], best_live: list[float], finished: list[list[Hypothesis]], enough: int,
           length_penalty: LengthPenalty) -> list[bool]:
-    """A sentence is done with K finished hypotheses, or, when scores can only fall, once its best finished
+    """A sentence is done with `enough` finished hypotheses, or, when scores can only fall, once its best finished
     hypothesis scores at least the best live beam's log-probability (an upper bound of what that beam can reach)."""
     done = []
     for sentence, live in zip(sentences, best_live):
         hyps = finished[sentence]
         beaten = length_penalty.monotone and bool(hyps) and max(hyp.score for hyp in hyps) >= live
-        done.append(len(hyps) >= beam_size or beaten)
+        done.append(len(hyps) >= enough or beaten)
     return done
 
 
@@ -205,14 +205,17 @@ def _add_coverage(coverage: Tensor | None, attention: Tensor | None) -> Tensor:
 
 @torch.inference_mode()
 def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: Tensor, beam_size: int,
-                length_penalty: LengthPenalty = LengthPenalty(), min_len: int = 0) -> list[list[Hypothesis]]:
+                length_penalty: LengthPenalty = LengthPenalty(), min_len: int = 0,
+                stop_finished: int = 0) -> list[list[Hypothesis]]:
     """Batched beam search; returns up to `beam_size` hypotheses per sentence, best first.
 
     At each step the 2K best continuations of each sentence are ranked; EOS candidates within the top K
-    finish, the K best others continue. A sentence is done once it has K finished hypotheses or no live beam
-    can beat its best finished one (see `_done`); before `min_len` tokens EOS is not allowed, and at its length
-    limit only EOS is, so every sentence finishes.
+    finish, the K best others continue. A sentence is done once it has K finished hypotheses (`stop_finished`
+    of them, when set: fewer steps, but a longer hypothesis that would have scored better is not waited for) or
+    no live beam can beat its best finished one (see `_done`); before `min_len` tokens EOS is not allowed, and at
+    its length limit only EOS is, so every sentence finishes.
     """
+    enough = min(stop_finished, beam_size) if stop_finished > 0 else beam_size
     batch, device = src.size(0), src.device
     memory = model.encode(src, src_mask)
     state = repeat_rows(model.init_state(memory), beam_size)
@@ -239,7 +242,7 @@ def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: T
         top_scores = top_scores.masked_fill(top_ids % vocab == EOS, float("-inf"))
         next_scores, order = top_scores.topk(beam_size, dim=1)  # (n, K)
         next_ids = top_ids.gather(1, order)
-        done = _done(beams.sentences.tolist(), next_scores[:, 0].tolist(), finished, beam_size, length_penalty)
+        done = _done(beams.sentences.tolist(), next_scores[:, 0].tolist(), finished, enough, length_penalty)
         done = torch.tensor(done, device=device)
         if bool(done.all()):
             break

@@ -71,7 +71,7 @@ class Translator:
             return [[hyp] for hyp in greedy_search(self.loaded.model, src, src_mask, limit)]
         try:
             nbest = beam_search(self.loaded.model, src, src_mask, limit, self.decode.beam, self.length_penalty,
-                                self.decode.min_len)
+                                self.decode.min_len, self.decode.stop_finished)
         except ValueError as error:  # a search option this model cannot serve
             raise NmtkitError(str(error)) from error
         return [hyps[: self.decode.nbest] for hyps in nbest]

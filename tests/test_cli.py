@@ -127,6 +127,10 @@ def test_nbest_and_scores_output(trained: Path):
     assert all(float(line.split(" ||| ")[1]) <= float(plain.split(" ||| ")[1]) for line, plain in zip(covered, gnmt))
     assert_one_line_error(nmtkit("translate", "-m", model, "--beam", "2", "--nbest", "3", stdin=b"a\n", check=False),
                           "--nbest 3")
+    early = nmtkit("translate", "-m", model, "--beam", "4", "--stop-finished", "1", stdin=b"a b c\nd e f\n")
+    assert early.stdout.decode().splitlines() == ["c b a", "f e d"]
+    assert_one_line_error(nmtkit("translate", "-m", model, "--beam", "4", "--nbest", "2", "--stop-finished", "1",
+                                 stdin=b"a\n", check=False), "--stop-finished")
 
 
 def test_ensemble_and_sampling(trained: Path, tmp_path: Path):

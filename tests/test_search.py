@@ -150,6 +150,19 @@ def test_length_penalty_changes_the_ranking_and_scores_are_hand_computed():
     assert [hyp.log_prob for hyp in average] == pytest.approx([long_log_prob, short_log_prob], abs=1e-5)
 
 
+def test_stop_finished_ends_a_sentence_at_its_first_finished_hypothesis():
+    """With `average`, [B, B, B] beats [A] but finishes two steps later: stopping at the first finished
+    hypothesis returns [A] alone; the default (K = 2 finished) waits for both."""
+    model = FixedDecoder(LENGTH_CASE)
+    src, src_mask = sources(1)
+    search = dict(max_len=torch.tensor([4]), beam_size=2, length_penalty=LengthPenalty("average"))
+    [first] = beam_search(model, src, src_mask, stop_finished=1, **search)
+    assert [hyp.tokens for hyp in first] == [[A]]
+    for stop in (0, 2, 5):
+        [both] = beam_search(model, src, src_mask, stop_finished=stop, **search)
+        assert [hyp.tokens for hyp in both] == [[B, B, B], [A]]
+
+
 def test_length_penalty_none_and_average():
     assert LengthPenalty("none")(-6.0, 3) == -6.0
     assert LengthPenalty("average")(-6.0, 3) == -2.0
