@@ -14,12 +14,15 @@ import re
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from nmtkit import __version__
 from nmtkit.errors import NmtkitError
+
+if TYPE_CHECKING:  # imported lazily at run time, to keep `nmtkit --help` fast
+    from nmtkit.config import DecodeConfig
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="nmtkit: neural machine translation from the command line.")
@@ -209,6 +212,18 @@ def _open_lines(path: Path | None):
         raise NmtkitError(f"cannot read {path}: {error.strerror}") from error
 
 
+def _check_decode(decode: DecodeConfig, alignment: bool) -> None:
+    """Refuse translate settings that contradict each other."""
+    if decode.nbest > 1 and decode.sample:
+        raise NmtkitError("--nbest needs beam search; --sample draws one translation per line")
+    if decode.nbest > max(decode.beam, 1):
+        raise NmtkitError(f"--nbest {decode.nbest} needs a beam of at least {decode.nbest} (--beam {decode.beam})")
+    if 0 < decode.stop_finished < decode.nbest:
+        raise NmtkitError(f"--nbest {decode.nbest} needs --stop-finished of at least {decode.nbest} (or 0)")
+    if alignment and decode.nbest > 1:
+        raise NmtkitError("--alignment prints the links of the best translation; it does not combine with --nbest")
+
+
 @app.command()
 @handle_errors
 def translate(
@@ -225,8 +240,7 @@ def translate(
     word_penalty: Annotated[float | None, typer.Option(help="score subtracted per output token")] = None,
     coverage_penalty: Annotated[float | None, typer.Option(help="GNMT coverage penalty weight (beam search)")] = None,
     min_len: Annotated[int | None, typer.Option(help="no EOS before this many tokens")] = None,
-    stop_finished: Annotated[int | None, typer.Option(
-        help="end a sentence's beam search once N hypotheses finished (default: the beam size)")] = None,
+    stop_finished: Annotated[int | None, typer.Option(help="end a sentence once N hypotheses finished")] = None,
     max_len_a: Annotated[float | None, typer.Option(help="output length limit: a * source length + b")] = None,
     max_len_b: Annotated[int | None, typer.Option(help="output length limit: a * source length + b")] = None,
     nbest: Annotated[int | None, typer.Option(help="print the K best as `i ||| hypothesis ||| score` lines")] = None,
@@ -256,21 +270,13 @@ def translate(
     raw = to_dict(loaded.config.decode)
     flags = {"beam": 1 if greedy else beam, "batch_tokens": batch_tokens, "buffer_size": buffer_size,
              "length_penalty": length_penalty, "alpha": alpha, "beta": beta, "word_penalty": word_penalty,
-             "coverage_penalty": coverage_penalty,
-             "min_len": min_len, "stop_finished": stop_finished, "max_len_a": max_len_a, "max_len_b": max_len_b,
-             "nbest": nbest,
+             "coverage_penalty": coverage_penalty, "min_len": min_len, "stop_finished": stop_finished,
+             "max_len_a": max_len_a, "max_len_b": max_len_b, "nbest": nbest,
              "dtype": "float16" if fp16 else "bfloat16" if bf16 else None, "sample": sample or None,
              "temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed}
     raw.update({key: value for key, value in flags.items() if value is not None})
     decode = from_dict(DecodeConfig, apply_overrides({"decode": raw}, overrides or [])["decode"], "decode.")
-    if decode.nbest > 1 and decode.sample:
-        raise NmtkitError("--nbest needs beam search; --sample draws one translation per line")
-    if decode.nbest > max(decode.beam, 1):
-        raise NmtkitError(f"--nbest {decode.nbest} needs a beam of at least {decode.nbest} (--beam {decode.beam})")
-    if 0 < decode.stop_finished < decode.nbest:
-        raise NmtkitError(f"--nbest {decode.nbest} needs --stop-finished of at least {decode.nbest} (or 0)")
-    if alignment and decode.nbest > 1:
-        raise NmtkitError("--alignment prints the links of the best translation; it does not combine with --nbest")
+    _check_decode(decode, alignment)
     for text in translate_stream(Translator(loaded, decode, torch_device), _open_lines(input), scores, alignment):
         sys.stdout.write(text)
         sys.stdout.flush()
