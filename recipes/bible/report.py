@@ -2,7 +2,8 @@
 
 python recipes/bible/report.py --run RUN_DIR --data RAW_DIR --translate-start T0 --translate-end T1 --beam K
 prints a Markdown table and writes RUN_DIR/results.json;
-python recipes/bible/report.py --combine RUN_DIR [RUN_DIR ...] prints one table of several runs' results.json.
+python recipes/bible/report.py --combine RUN_DIR [RUN_DIR ...] prints one table of several runs' results.json,
+with each run's output/reference length ratio, best dev BLEU and alignment error rate (test.align.json) beside them.
 """
 
 from __future__ import annotations
@@ -36,6 +37,15 @@ def collect(args: argparse.Namespace) -> dict:
             "translate_words_per_s": round(hyp_tokens / seconds, 1)}
 
 
+def details(run: Path) -> dict:
+    """What a zoo comparison needs beyond results.json: output length, best dev score, attention AER."""
+    bleu = load(run / "test.kjv.json")["bleu"]
+    align = run / "test.align.json"
+    return {"length_ratio": round(bleu["sys_len"] / bleu["ref_len"], 3),
+            "best_dev": load(run / "train.summary.json").get("best"),
+            "aer": load(align)["forward"]["aer"] if align.exists() else None}
+
+
 def row(results: dict) -> str:
     return (f"| {results['model']} | {results['parameters'] / 1e6:.1f}M | {results['train_steps']} | "
             f"{results['train_epochs']} | {results['train_seconds'] / 60:.0f} min | "
@@ -43,11 +53,26 @@ def row(results: dict) -> str:
             f"{results['chrf_kjv']} | {results['translate_sentences_per_s']} sent/s |")
 
 
-def table(runs: list[dict]) -> str:
+def zoo_row(results: dict) -> str:
+    aer = "—" if results["aer"] is None else f"{results['aer']:.3f}"
+    return f"{row(results)} {results['length_ratio']:.3f} | {results['best_dev']} | {aer} |"
+
+
+def table(runs: list[dict], zoo: bool = False) -> str:
     header = ("| model | params | steps | epochs | train time | train tgt tok/s | test BLEU (KJV) | BLEU (KJV+WEB) "
               f"| chrF (KJV) | translate (beam {runs[0]['beam']}) |")
-    rows = "\n".join(row(results) for results in runs)
-    return f"{header}\n|---|---|---|---|---|---|---|---|---|---|\n{rows}\n\nBLEU signature: {runs[0]['bleu_signature']}"
+    rule = "|---" * 10 + "|"
+    if zoo:
+        header, rule = header + " length ratio | best dev | AER |", rule + "---|---|---|"
+    rows = "\n".join((zoo_row if zoo else row)(results) for results in runs)
+    return f"{header}\n{rule}\n{rows}\n\nBLEU signature: {runs[0]['bleu_signature']}"
+
+
+def combine(run_dirs: list[Path]) -> str:
+    done = [run for run in run_dirs if (run / "results.json").exists()]
+    if not done:
+        raise SystemExit("error: none of the run directories has a results.json")
+    return table([{**load(run / "results.json"), **details(run)} for run in done], zoo=True)
 
 
 def main() -> None:
@@ -60,7 +85,7 @@ def main() -> None:
     parser.add_argument("--beam", type=int)
     args = parser.parse_args()
     if args.combine:
-        print(table([load(run / "results.json") for run in args.combine if (run / "results.json").exists()]))
+        print(combine(args.combine))
         return
     if None in (args.run, args.data, args.translate_start, args.translate_end, args.beam):
         parser.error("--run, --data, --translate-start, --translate-end and --beam are required without --combine")
