@@ -81,8 +81,7 @@ def write_run(run: Path, model: str, bleu: float, sys_len: int, aer: float | Non
     (run / "results.json").write_text(json.dumps(results))
     (run / "test.kjv.json").write_text(json.dumps({"bleu": {"score": bleu, "sys_len": sys_len, "ref_len": 1000}}))
     (run / "train.summary.json").write_text(json.dumps({"best": 29.3}))
-    if aer is not None:
-        (run / "test.align.json").write_text(json.dumps({"forward": {"aer": aer}}))
+    (run / "test.align.json").write_text("" if aer is None else json.dumps({"forward": {"aer": aer}}))
 
 
 def test_combine_adds_length_ratio_best_dev_and_aer(tmp_path):

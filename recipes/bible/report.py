@@ -40,10 +40,10 @@ def collect(args: argparse.Namespace) -> dict:
 def details(run: Path) -> dict:
     """What a zoo comparison needs beyond results.json: output length, best dev score, attention AER."""
     bleu = load(run / "test.kjv.json")["bleu"]
-    align = run / "test.align.json"
+    align = run / "test.align.json"  # empty when the model has no attention (run.sh redirects align's output)
     return {"length_ratio": round(bleu["sys_len"] / bleu["ref_len"], 3),
             "best_dev": load(run / "train.summary.json").get("best"),
-            "aer": load(align)["forward"]["aer"] if align.exists() else None}
+            "aer": load(align)["forward"]["aer"] if align.exists() and align.stat().st_size else None}
 
 
 def row(results: dict) -> str:
