@@ -81,6 +81,7 @@ def write_run(run: Path, model: str, bleu: float, sys_len: int, aer: float | Non
     (run / "results.json").write_text(json.dumps(results))
     (run / "test.kjv.json").write_text(json.dumps({"bleu": {"score": bleu, "sys_len": sys_len, "ref_len": 1000}}))
     (run / "train.summary.json").write_text(json.dumps({"best": 29.3}))
+    (run / "test.hyp").write_text("a b c a b c a b c\nx y z\n" if aer is None else "a b c d\n")
     (run / "test.align.json").write_text("" if aer is None else json.dumps({"forward": {"aer": aer}}))
 
 
@@ -88,10 +89,15 @@ def test_combine_adds_length_ratio_best_dev_and_aer(tmp_path):
     write_run(tmp_path / "t", "transformer", 25.2, 1050, 0.5932)
     write_run(tmp_path / "s", "seq2seq", 10.0, 900, None)
     lines = report.combine([tmp_path / "t", tmp_path / "s", tmp_path / "missing"]).splitlines()
-    assert lines[0].endswith("| length ratio | best dev | AER |") and lines[1].count("---") == 13
-    assert lines[2].startswith("| transformer | 7.6M | 4417 |") and lines[2].endswith("| 1.050 | 29.3 | 0.593 |")
-    assert lines[3].startswith("| seq2seq |") and lines[3].endswith("| 0.900 | 29.3 | — |")
+    assert lines[0].endswith("| length ratio | repeated trigrams | best dev | AER |") and lines[1].count("---") == 14
+    assert lines[2].startswith("| transformer | 7.6M | 4417 |") and lines[2].endswith("| 1.050 | 0 | 29.3 | 0.593 |")
+    assert lines[3].startswith("| seq2seq |") and lines[3].endswith("| 0.900 | 4 | 29.3 | — |")
     assert len(lines) == 6 and lines[-1] == "BLEU signature: nrefs:1|sig"
+
+
+def test_repeated_trigrams_counts_repeats_within_a_line_only():
+    assert report.repeated_trigrams(["a b c a b c", "a b c", "in the midst of you , in the midst of you"]) == 1 + 3
+    assert report.repeated_trigrams(["a b", ""]) == 0
 
 
 def test_combine_without_any_finished_run_is_an_error(tmp_path):

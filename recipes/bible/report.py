@@ -3,13 +3,15 @@
 python recipes/bible/report.py --run RUN_DIR --data RAW_DIR --translate-start T0 --translate-end T1 --beam K
 prints a Markdown table and writes RUN_DIR/results.json;
 python recipes/bible/report.py --combine RUN_DIR [RUN_DIR ...] prints one table of several runs' results.json,
-with each run's output/reference length ratio, best dev BLEU and alignment error rate (test.align.json) beside them.
+with each run's output/reference length ratio, repeated trigrams (a trigram's second and later occurrences within
+an output line: how much a model loops), best dev BLEU and alignment error rate (test.align.json) beside them.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 from pathlib import Path
 
 import yaml
@@ -37,11 +39,21 @@ def collect(args: argparse.Namespace) -> dict:
             "translate_words_per_s": round(hyp_tokens / seconds, 1)}
 
 
+def repeated_trigrams(lines: list[str]) -> int:
+    """Occurrences of a word trigram beyond its first within the same line, summed over lines."""
+    total = 0
+    for line in lines:
+        words = line.split()
+        total += sum(count - 1 for count in Counter(zip(words, words[1:], words[2:])).values())
+    return total
+
+
 def details(run: Path) -> dict:
     """What a zoo comparison needs beyond results.json: output length, best dev score, attention AER."""
     bleu = load(run / "test.kjv.json")["bleu"]
     align = run / "test.align.json"  # empty when the model has no attention (run.sh redirects align's output)
-    return {"length_ratio": round(bleu["sys_len"] / bleu["ref_len"], 3),
+    hyp = (run / "test.hyp").read_text(encoding="utf-8").splitlines()
+    return {"length_ratio": round(bleu["sys_len"] / bleu["ref_len"], 3), "repeats": repeated_trigrams(hyp),
             "best_dev": load(run / "train.summary.json").get("best"),
             "aer": load(align)["forward"]["aer"] if align.exists() and align.stat().st_size else None}
 
@@ -55,7 +67,7 @@ def row(results: dict) -> str:
 
 def zoo_row(results: dict) -> str:
     aer = "—" if results["aer"] is None else f"{results['aer']:.3f}"
-    return f"{row(results)} {results['length_ratio']:.3f} | {results['best_dev']} | {aer} |"
+    return f"{row(results)} {results['length_ratio']:.3f} | {results['repeats']} | {results['best_dev']} | {aer} |"
 
 
 def table(runs: list[dict], zoo: bool = False) -> str:
@@ -63,7 +75,7 @@ def table(runs: list[dict], zoo: bool = False) -> str:
               f"| chrF (KJV) | translate (beam {runs[0]['beam']}) |")
     rule = "|---" * 10 + "|"
     if zoo:
-        header, rule = header + " length ratio | best dev | AER |", rule + "---|---|---|"
+        header, rule = header + " length ratio | repeated trigrams | best dev | AER |", rule + "---|---|---|---|"
     rows = "\n".join((zoo_row if zoo else row)(results) for results in runs)
     return f"{header}\n{rule}\n{rows}\n\nBLEU signature: {runs[0]['bleu_signature']}"
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The model zoo on the Bible data: every model trains for the same wall-clock budget on the same data, then
 # translates Acts with the same beam; one table of all runs goes to $ROOT/results.md.
-# Env: MODELS (all six), ZOO_TIME (15m per model), ROOT (runs/bible-zoo), JOBS (1: models trained at once; with
+# Env: MODELS (all six), ZOO_TIME (30m per model), ROOT (runs/bible-zoo), JOBS (1: models trained at once; with
 # JOBS=2 on two cores set THREADS=1 so that each run has a core), THREADS, BEAM, VOCAB as in run.sh.
 # A model's log is $ROOT/$MODEL.log; rerunning resumes every unfinished run (see run.sh).
 set -euo pipefail
@@ -14,9 +14,9 @@ mkdir -p "$root"
 bash "$here/run.sh" data  # once, before runs that would otherwise prepare it side by side
 
 train() {  # a failed run leaves $root/$MODEL.failed (background jobs' exit codes are easy to lose)
-  echo "== $1 (${ZOO_TIME:-15m}, log: $root/$1.log)" >&2
+  echo "== $1 (${ZOO_TIME:-30m}, log: $root/$1.log)" >&2
   rm -f "$root/$1.failed"
-  MODEL=$1 MAX_TIME=${ZOO_TIME:-15m} OUT=$root/$1 bash "$here/run.sh" > /dev/null 2> "$root/$1.log" \
+  MODEL=$1 MAX_TIME=${ZOO_TIME:-30m} OUT=$root/$1 bash "$here/run.sh" > /dev/null 2> "$root/$1.log" \
     || { echo "error: $1 failed, see $root/$1.log" >&2; touch "$root/$1.failed"; }
 }
 
