@@ -19,7 +19,7 @@ FAKE_RUN = """#!/usr/bin/env bash
 set -euo pipefail
 [ "${1:-}" = data ] && { echo data >> "$ROOT/calls"; exit 0; }
 echo "start $MODEL $MAX_TIME $(date +%s.%N)" >> "$ROOT/calls"
-sleep 0.5
+sleep 1
 [ "$MODEL" = bad ] && { echo "boom" >&2; exit 3; }
 mkdir -p "$OUT"
 echo "end $MODEL $(date +%s.%N)" >> "$ROOT/calls"
