@@ -14,15 +14,12 @@ import re
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from nmtkit import __version__
 from nmtkit.errors import NmtkitError
-
-if TYPE_CHECKING:  # imported lazily at run time, to keep `nmtkit --help` fast
-    from nmtkit.config import DecodeConfig
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="nmtkit: neural machine translation from the command line.")
@@ -212,18 +209,6 @@ def _open_lines(path: Path | None):
         raise NmtkitError(f"cannot read {path}: {error.strerror}") from error
 
 
-def _check_decode(decode: DecodeConfig, alignment: bool) -> None:
-    """Refuse translate settings that contradict each other."""
-    if decode.nbest > 1 and decode.sample:
-        raise NmtkitError("--nbest needs beam search; --sample draws one translation per line")
-    if decode.nbest > max(decode.beam, 1):
-        raise NmtkitError(f"--nbest {decode.nbest} needs a beam of at least {decode.nbest} (--beam {decode.beam})")
-    if 0 < decode.stop_finished < decode.nbest:
-        raise NmtkitError(f"--nbest {decode.nbest} needs --stop-finished of at least {decode.nbest} (or 0)")
-    if alignment and decode.nbest > 1:
-        raise NmtkitError("--alignment prints the links of the best translation; it does not combine with --nbest")
-
-
 @app.command()
 @handle_errors
 def translate(
@@ -276,7 +261,8 @@ def translate(
              "temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed}
     raw.update({key: value for key, value in flags.items() if value is not None})
     decode = from_dict(DecodeConfig, apply_overrides({"decode": raw}, overrides or [])["decode"], "decode.")
-    _check_decode(decode, alignment)
+    if alignment and decode.nbest > 1:
+        raise NmtkitError("--alignment prints the links of the best translation; it does not combine with --nbest")
     for text in translate_stream(Translator(loaded, decode, torch_device), _open_lines(input), scores, alignment):
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -111,6 +111,23 @@ class DecodeConfig:
     batch_tokens: int = option(6000, "source-token budget per translation batch")
     buffer_size: int = option(2000, "lines read before sorting by length and translating")
 
+    def __post_init__(self):
+        """Settings that are each valid alone but contradict each other, or that a search would ignore."""
+        searching = self.beam > 1 and not self.sample
+        if self.beam < 1 or self.nbest < 1 or self.batch_tokens < 1 or self.buffer_size < 1:
+            raise NmtkitError("--beam, --nbest, --batch-tokens and --buffer-size must be at least 1")
+        if self.nbest > 1 and self.sample:
+            raise NmtkitError("--nbest needs beam search; --sample draws one translation per line")
+        if self.nbest > self.beam:
+            raise NmtkitError(f"--nbest {self.nbest} needs a beam of at least {self.nbest} (--beam {self.beam})")
+        if 0 < self.stop_finished < self.nbest:
+            raise NmtkitError(f"--nbest {self.nbest} needs --stop-finished of at least {self.nbest} (or 0)")
+        if self.coverage_penalty and not searching:
+            raise NmtkitError("--coverage-penalty ranks the hypotheses of a beam search; it needs --beam 2 or more "
+                              "(greedy search and --sample follow one path)")
+        if self.temperature <= 0 or not 0 < self.top_p <= 1 or self.top_k < 0:
+            raise NmtkitError("--temperature must be positive, --top-p in (0, 1] and --top-k at least 0")
+
 
 @dataclass
 class Config:

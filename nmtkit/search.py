@@ -128,9 +128,10 @@ def filter_log_probs(log_probs: Tensor, top_k: int = 0, top_p: float = 1.0) -> T
 
 @torch.inference_mode()
 def greedy_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: Tensor,
-                  choose=argmax_choice) -> list[Hypothesis]:
+                  choose=argmax_choice, min_len: int = 0) -> list[Hypothesis]:
     """Follow one path per sentence, choosing each token with `choose` (argmax: greedy; a `Sampler`: sampling);
-    a sentence stops at EOS or at its length limit. Scores are the model's log-probabilities of the path."""
+    a sentence stops at EOS or at its length limit, and not with EOS before `min_len` tokens (the length limit
+    wins over `min_len`). Scores are the model's log-probabilities of the path."""
     memory = model.encode(src, src_mask)
     state = model.init_state(memory)
     rows = torch.arange(src.size(0), device=src.device)  # sentence index of each live row
@@ -139,7 +140,9 @@ def greedy_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len:
     log_probs_total = [0.0] * src.size(0)
     for step in range(int(max_len.max())):
         log_probs, state, _ = model.step(prev, state, memory)
-        prev = torch.where(step + 1 >= max_len[rows], torch.full_like(rows, EOS), choose(log_probs))
+        allowed = log_probs.index_fill(1, torch.tensor([EOS], device=log_probs.device), float("-inf")) \
+            if step < min_len else log_probs  # EOS now would give fewer than min_len tokens
+        prev = torch.where(step + 1 >= max_len[rows], torch.full_like(rows, EOS), choose(allowed))
         chosen = log_probs.gather(1, prev.unsqueeze(1)).squeeze(1)
         for row, token, score in zip(rows.tolist(), prev.tolist(), chosen.tolist()):
             tokens[row].append(token)
@@ -185,15 +188,31 @@ def _finalize(beams: _Beams, top_scores: Tensor, top_ids: Tensor, vocab: int, st
         finished[sentence].append(Hypothesis(beams.tokens[source_row, 1:].tolist(), score, log_prob))
 
 
-def _done(sentences: list[int], best_live: list[float], finished: list[list[Hypothesis]], enough: int,
-          length_penalty: LengthPenalty) -> list[bool]:
-    """A sentence is done with `enough` finished hypotheses, or, when scores can only fall, once its best finished
-    hypothesis scores at least the best live beam's log-probability (an upper bound of what that beam can reach)."""
+def _live_ranking(beams: _Beams, next_scores: Tensor, source_rows: Tensor, step: int,
+                  length_penalty: LengthPenalty, src_mask: Tensor) -> Tensor:
+    """Each sentence's best live beam ranked as a hypothesis that ended at this step would be (its length
+    penalty, word penalty and coverage penalty): what a finished hypothesis must beat to be returned. (n,)"""
+    ranked = next_scores / length_penalty.divisor(step + 1) - length_penalty.word_penalty * (step + 1)  # (n, K)
+    if beams.coverage is not None:
+        src_mask = src_mask.repeat_interleave(beams.coverage.size(0) // src_mask.size(0), dim=0)
+        covered = coverage_penalty(beams.coverage, src_mask, length_penalty.coverage)  # (n*K,)
+        ranked = ranked + covered[source_rows].view_as(ranked)
+    return ranked.max(dim=1).values
+
+
+def _done(sentences: list[int], best_live: list[float], live_ranking: list[float] | None,
+          finished: list[list[Hypothesis]], enough: int, beam_size: int, length_penalty: LengthPenalty) -> list[bool]:
+    """Whether each sentence's search is over: with K finished hypotheses; when scores can only fall, once its best
+    finished hypothesis scores at least the best live beam's log-probability (an upper bound of what that beam can
+    reach); with `enough` < K (`live_ranking` given), once its `enough` best finished hypotheses all rank at least as
+    high as every live beam does now (as OpenNMT-py stops when its top-ranked candidate is finished), so a
+    hypothesis ranked below a live one is never returned."""
     done = []
-    for sentence, live in zip(sentences, best_live):
-        hyps = finished[sentence]
-        beaten = length_penalty.monotone and bool(hyps) and max(hyp.score for hyp in hyps) >= live
-        done.append(len(hyps) >= enough or beaten)
+    for index, (sentence, live) in enumerate(zip(sentences, best_live)):
+        scores = sorted((hyp.score for hyp in finished[sentence]), reverse=True)
+        beaten = length_penalty.monotone and bool(scores) and scores[0] >= live
+        early = live_ranking is not None and len(scores) >= enough and scores[enough - 1] >= live_ranking[index]
+        done.append(len(scores) >= beam_size or beaten or early)
     return done
 
 
@@ -210,10 +229,11 @@ def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: T
     """Batched beam search; returns up to `beam_size` hypotheses per sentence, best first.
 
     At each step the 2K best continuations of each sentence are ranked; EOS candidates within the top K
-    finish, the K best others continue. A sentence is done once it has K finished hypotheses (`stop_finished`
-    of them, when set: fewer steps, but a longer hypothesis that would have scored better is not waited for) or
-    no live beam can beat its best finished one (see `_done`); before `min_len` tokens EOS is not allowed, and at
-    its length limit only EOS is, so every sentence finishes.
+    finish, the K best others continue. A sentence is done once it has K finished hypotheses, or no live beam
+    can beat its best finished one, or (with `stop_finished` N < K) once its N best finished hypotheses rank above
+    every live beam (see `_done`: fewer steps, but a longer hypothesis that would have scored better later is not
+    waited for); before `min_len` tokens EOS is not allowed, and at its length limit only EOS is, so every
+    sentence finishes.
     """
     enough = min(stop_finished, beam_size) if stop_finished > 0 else beam_size
     batch, device = src.size(0), src.device
@@ -242,12 +262,17 @@ def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: T
         top_scores = top_scores.masked_fill(top_ids % vocab == EOS, float("-inf"))
         next_scores, order = top_scores.topk(beam_size, dim=1)  # (n, K)
         next_ids = top_ids.gather(1, order)
-        done = _done(beams.sentences.tolist(), next_scores[:, 0].tolist(), finished, enough, length_penalty)
+        all_rows = (torch.arange(next_ids.size(0), device=device).unsqueeze(1) * beam_size
+                    + next_ids // vocab)  # (n, K) the row each continuation extends
+        ranking = _live_ranking(beams, next_scores, all_rows.view(-1), step, length_penalty, memory["src_mask"]) \
+            if enough < beam_size else None
+        done = _done(beams.sentences.tolist(), next_scores[:, 0].tolist(),
+                     None if ranking is None else ranking.tolist(), finished, enough, beam_size, length_penalty)
         done = torch.tensor(done, device=device)
         if bool(done.all()):
             break
         keep = (~done).nonzero().squeeze(1)
-        source_rows = (keep.unsqueeze(1) * beam_size + next_ids[keep] // vocab).view(-1)  # (n'*K,)
+        source_rows = all_rows[keep].view(-1)  # (n'*K,)
         beams = _Beams(beams.sentences[keep], next_scores[keep],
                        torch.cat([beams.tokens[source_rows], (next_ids[keep] % vocab).view(-1, 1)], dim=1),
                        None if beams.coverage is None else beams.coverage[source_rows])

@@ -18,7 +18,15 @@ from nmtkit.data.corpus import normalize
 from nmtkit.data.dataset import encode_sources
 from nmtkit.errors import NmtkitError
 from nmtkit.runtime import native_bf16
-from nmtkit.search import Hypothesis, LengthPenalty, Sampler, beam_search, greedy_search, max_lengths
+from nmtkit.search import (
+    Hypothesis,
+    LengthPenalty,
+    Sampler,
+    argmax_choice,
+    beam_search,
+    greedy_search,
+    max_lengths,
+)
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +73,10 @@ class Translator:
         src, src_mask = encode_sources(sources)
         src, src_mask = src.to(self.device), src_mask.to(self.device)
         limit = max_lengths(src_mask, self.decode.max_len_a, self.decode.max_len_b, self.max_source)
-        if self.decode.sample:
-            return [[hyp] for hyp in greedy_search(self.loaded.model, src, src_mask, limit, self.sampler)]
-        if self.decode.beam <= 1:
-            return [[hyp] for hyp in greedy_search(self.loaded.model, src, src_mask, limit)]
+        if self.decode.sample or self.decode.beam <= 1:
+            choose = self.sampler if self.decode.sample else argmax_choice
+            found = greedy_search(self.loaded.model, src, src_mask, limit, choose, self.decode.min_len)
+            return [[hyp] for hyp in found]
         try:
             nbest = beam_search(self.loaded.model, src, src_mask, limit, self.decode.beam, self.length_penalty,
                                 self.decode.min_len, self.decode.stop_finished)

@@ -128,3 +128,20 @@ def test_unknown_model_name_lists_known_models():
     with pytest.raises(NmtkitError, match="lstm") as error:
         build_config({"model": {"name": "lstm"}})
     assert "transformer" in str(error.value)
+
+
+@pytest.mark.parametrize("settings, needle", [
+    ({"nbest": 2, "sample": True}, "--nbest needs beam search"),
+    ({"nbest": 3, "beam": 2}, "--nbest 3"),
+    ({"nbest": 2, "stop_finished": 1}, "--stop-finished"),
+    ({"beam": 1, "coverage_penalty": 0.2}, "--coverage-penalty"),
+    ({"sample": True, "coverage_penalty": 0.2}, "--coverage-penalty"),
+    ({"beam": 0}, "--beam"),
+    ({"temperature": 0.0}, "--temperature"),
+    ({"top_p": 1.5}, "--top-p"),
+])
+def test_decode_settings_that_contradict_each_other_are_errors(settings, needle):
+    with pytest.raises(NmtkitError, match=needle):
+        DecodeConfig(**settings)
+    with pytest.raises(NmtkitError, match=needle):
+        build_config({"decode": settings})

@@ -163,6 +163,54 @@ def test_stop_finished_ends_a_sentence_at_its_first_finished_hypothesis():
         assert [hyp.tokens for hyp in both] == [[B, B, B], [A]]
 
 
+# The empty hypothesis finishes first (EOS 0.3 at step 0) but ranks below the live [A] (0.5), which then finishes.
+EMPTY_FIRST = table(3, {(0, BOS): distribution(A=0.5, B=0.2, EOS=0.3), (1, A): distribution(EOS=0.9)})
+
+
+@pytest.mark.parametrize("length_penalty", [LengthPenalty("average"), LengthPenalty("gnmt", alpha=0.6)],
+                         ids=["average", "gnmt"])
+def test_stop_finished_does_not_return_a_hypothesis_ranked_below_a_live_one(length_penalty):
+    [hyps] = beam_search(FixedDecoder(EMPTY_FIRST), *sources(1), torch.tensor([3]), beam_size=3,
+                         length_penalty=length_penalty, stop_finished=1)
+    assert hyps[0].tokens == [A]
+
+
+class HistoryDecoder(FixedDecoder):
+    """A FixedDecoder whose state carries each row's tokens, so a test can see the prefixes of the last step."""
+
+    def init_state(self, memory: Memory) -> State:
+        return {**super().init_state(memory), "history": torch.full((memory["src_mask"].size(0), 1), BOS)}
+
+    def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, State, None]:
+        log_probs, next_state, _ = super().step(prev, {"step": state["step"]}, memory)
+        history = torch.cat([state["history"][:, :-1], prev.unsqueeze(1), prev.unsqueeze(1)], dim=1)
+        self.last_prefixes = [row[1:-1].tolist() for row in history]
+        return log_probs, {**next_state, "history": history}, None
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("length_penalty", [
+    LengthPenalty("average"), LengthPenalty("gnmt", alpha=0.6), LengthPenalty("none", word_penalty=-0.3)],
+    ids=["average", "gnmt", "word-penalty"])
+def test_stop_finished_returns_only_hypotheses_ranked_above_every_live_beam(seed, length_penalty):
+    """On random tables: when the search stops early (fewer than K finished), no continuation of the last step's
+    prefixes that stays live ranks above a returned hypothesis (ranked as if it ended at that step)."""
+    generator = torch.Generator().manual_seed(seed)
+    probs = torch.softmax(3 * torch.randn(7, VOCAB, VOCAB, generator=generator), dim=-1)
+    model = HistoryDecoder(probs)
+    for stop in (1, 2):
+        [hyps] = beam_search(model, *sources(1), torch.tensor([7]), beam_size=3, length_penalty=length_penalty,
+                             stop_finished=stop)
+        continuations = [model.path_log_prob(prefix) - float(model.log_probs[len(prefix), prefix[-1] if prefix else BOS,
+                                                                             EOS].double())
+                         + float(model.log_probs[len(prefix), prefix[-1] if prefix else BOS, token].double())
+                         for prefix in model.last_prefixes for token in range(VOCAB) if token != EOS]
+        length = len(model.last_prefixes[0]) + 1
+        live = max(length_penalty(log_prob, length) for log_prob in continuations)
+        if length < 7 and len(hyps) < 3:  # at the length limit nothing stays live; K finished end any search
+            assert all(hyp.score >= live - 1e-5 for hyp in hyps[:stop]), (stop, [h.tokens for h in hyps])
+
+
 def test_length_penalty_none_and_average():
     assert LengthPenalty("none")(-6.0, 3) == -6.0
     assert LengthPenalty("average")(-6.0, 3) == -2.0
@@ -335,6 +383,19 @@ def test_min_len_forbids_early_eos():
     assert all(len(hyp.tokens) >= 3 for hyp in hyps)
     [short] = beam_search(model, *sources(1), torch.tensor([2]), beam_size=2, min_len=3)
     assert short and all(len(hyp.tokens) <= 1 for hyp in short)  # the length limit wins over min_len
+
+
+@pytest.mark.parametrize("choose", [None, Sampler(generator=torch.Generator().manual_seed(3))],
+                         ids=["greedy", "sample"])
+def test_greedy_and_sampling_honour_min_len(choose):
+    model = FixedDecoder(distribution(A=0.2, B=0.1, EOS=0.6).repeat(8, VOCAB, 1))
+    extra = {} if choose is None else {"choose": choose}
+    hyps = greedy_search(model, *sources(4), torch.tensor([8] * 4), min_len=3, **extra)
+    assert all(len(hyp.tokens) >= 3 for hyp in hyps)
+    if choose is None:  # without min_len the argmax is EOS at once
+        assert greedy_search(model, *sources(1), torch.tensor([8]))[0].tokens == []
+    [short] = greedy_search(model, *sources(1), torch.tensor([2]), min_len=3, **extra)
+    assert len(short.tokens) <= 1
 
 
 def test_filter_log_probs_top_k_and_top_p():
