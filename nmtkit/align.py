@@ -12,6 +12,7 @@ predicted links A, precision = |A & P| / |A|, recall = |A & S| / |S|, AER = 1 - 
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 from collections.abc import Iterable, Iterator
@@ -36,19 +37,21 @@ SYMMETRIZATIONS = ("intersection", "union", "grow-diag-final-and")
 # --- subwords -> words ----------------------------------------------------------------------------------------
 
 
-def piece_words(pieces: list[str], words: list[str]) -> list[int]:
-    """The word each subword piece belongs to, found by walking the characters of both (spaces and "▁" ignored).
+def piece_words(spans: list[tuple[int, int]], words: list[str]) -> list[int]:
+    """The word each subword piece belongs to, from the pieces' UTF-8 byte spans in `" ".join(words)` (see
+    `Subword.spans`: offsets into the text before normalization, so they hold whatever the normalization does).
 
-    A piece that is only "▁" belongs to the word that follows it; a piece spanning two words to the first.
+    A piece that starts on the space before a word (SentencePiece's "▁") belongs to that word; a piece spanning two
+    words to the first.
     """
-    owner = [index for index, word in enumerate(words) for _ in word]
-    if not owner:
-        return [0] * len(pieces)
-    position, result = 0, []
-    for piece in pieces:
-        result.append(owner[min(position, len(owner) - 1)])
-        position += len(piece.replace("\u2581", ""))
-    return result
+    if not words:
+        return [0] * len(spans)
+    ends, position = [], 0
+    for word in words:
+        position += len(word.encode("utf-8"))
+        ends.append(position)
+        position += 1  # the space that joins it to the next word
+    return [min(bisect.bisect_right(ends, begin), len(words) - 1) for begin, _ in spans]
 
 
 def word_attention(attention: Tensor, src_owner: list[int], tgt_owner: list[int],
@@ -254,10 +257,9 @@ def word_attentions(loaded: LoadedModel, src_lines: list[list[str]], tgt_lines: 
     side gets an empty matrix."""
     from nmtkit.translate import length_batches
 
-    src_pieces = [loaded.src_subword.pieces(" ".join(words)) for words in src_lines]
-    tgt_pieces = [loaded.tgt_subword.pieces(" ".join(words)) for words in tgt_lines]
-    src_ids = loaded.src_subword.encode([" ".join(words) for words in src_lines])
-    tgt_ids = loaded.tgt_subword.encode([" ".join(words) for words in tgt_lines])
+    src_texts, tgt_texts = [" ".join(words) for words in src_lines], [" ".join(words) for words in tgt_lines]
+    src_spans, tgt_spans = loaded.src_subword.spans(src_texts), loaded.tgt_subword.spans(tgt_texts)
+    src_ids, tgt_ids = loaded.src_subword.encode(src_texts), loaded.tgt_subword.encode(tgt_texts)
     limit = (loaded.model.max_length() or 1 << 62) - 1  # EOS and BOS take a position
     todo = []
     for index, (source, target) in enumerate(zip(src_ids, tgt_ids)):
@@ -272,8 +274,8 @@ def word_attentions(loaded: LoadedModel, src_lines: list[list[str]], tgt_lines: 
         attentions = teacher_forced_attention(loaded.model, [src_ids[i] for i in rows], [tgt_ids[i] for i in rows],
                                               device)
         for index, attention in zip(rows, attentions):
-            results[index] = word_attention(attention, piece_words(src_pieces[index], src_lines[index]),
-                                            piece_words(tgt_pieces[index], tgt_lines[index]),
+            results[index] = word_attention(attention, piece_words(src_spans[index], src_lines[index]),
+                                            piece_words(tgt_spans[index], tgt_lines[index]),
                                             len(src_lines[index]), len(tgt_lines[index]))
     return (results[index] for index in range(len(src_lines)))
 

@@ -43,12 +43,15 @@ def save_atomic(payload: dict, path: Path) -> None:
 
 
 def make_payload(config: Config, model: EncoderDecoder, subwords: tuple[Subword, Subword],
-                 train_state: dict | None = None) -> dict:
+                 train_state: dict | None = None, langs: tuple[str | None, str | None] = (None, None)) -> dict:
+    """A checkpoint: config, subword models, the data's languages (from `prepare --src-lang/--tgt-lang`), weights
+    and, for last.pt, the training state. The subword models record their own normalization (`Subword.settings`)."""
     from nmtkit.config import to_dict
 
     return {"format": FORMAT, "nmtkit_version": __version__, "config": to_dict(config),
             "subword": {"src": subwords[0].proto, "tgt": subwords[1].proto,
                         "joint": subwords[0] is subwords[1]},
+            "langs": {"src": langs[0], "tgt": langs[1]},
             "model": model.state_dict(), "train_state": train_state}
 
 
@@ -77,6 +80,7 @@ class LoadedModel:
     model: EncoderDecoder
     src_subword: Subword
     tgt_subword: Subword
+    langs: tuple[str | None, str | None] = (None, None)  # unknown for checkpoints written before nmtkit kept them
 
 
 def restore_model(payload: dict[str, Any], device: torch.device) -> LoadedModel:
@@ -89,7 +93,8 @@ def restore_model(payload: dict[str, Any], device: torch.device) -> LoadedModel:
         model.load_state_dict(payload["model"])
     except RuntimeError as error:
         raise NmtkitError(f"checkpoint weights do not match its config: {str(error).splitlines()[0]}") from error
-    return LoadedModel(config, model.to(device).eval(), src_subword, tgt_subword)
+    langs = payload.get("langs") or {}
+    return LoadedModel(config, model.to(device).eval(), src_subword, tgt_subword, (langs.get("src"), langs.get("tgt")))
 
 
 def step_checkpoints(run_dir: Path) -> list[Path]:

@@ -32,11 +32,20 @@ class DataConfig:
     subword: Literal["bpe", "unigram", "char", "word"] = option("bpe", "SentencePiece model type")
     vocab_size: int = option(8000, "subword vocabulary size (per side when not joint)")
     joint: bool = option(True, "one subword model and vocabulary shared by source and target")
+    normalization: Literal["identity", "nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf"] = option(
+        "identity", "SentencePiece normalization rule. identity: decoded text is byte-identical to the text trained "
+        "on and translated into (spaces included); the NFKC rules rewrite full-width punctuation, ligatures, "
+        "superscripts and decomposed accents, and collapse runs of spaces, in the output too")
+    byte_fallback: bool = option(
+        True, "characters outside the vocabulary become UTF-8 byte pieces instead of the unknown piece (used when "
+        "vocab_size is at least 1024: the 256 byte pieces take at most a quarter of the vocabulary)")
     character_coverage: float = option(1.0, "SentencePiece character coverage")
     max_sentences: int = option(1_000_000, "sentences sampled to train SentencePiece (0 = all)")
-    min_words: int = option(1, "drop training pairs with fewer words on either side")
-    max_words: int = option(250, "drop training pairs with more words on either side")
-    max_ratio: float = option(3.0, "drop training pairs whose word-length ratio exceeds this (0 = off)")
+    min_words: int = option(1, "drop training pairs with fewer words on either side (a character of a script "
+                               "written without spaces, such as Chinese, Japanese or Thai, counts as a word)")
+    max_words: int = option(250, "drop training pairs with more words on either side (counted as for min_words)")
+    max_ratio: float = option(3.0, "drop training pairs whose length ratio (words, counted as for min_words) differs "
+                                   "from the corpus median ratio by more than this factor (0 = off)")
     dedup: bool = option(True, "drop duplicate training pairs")
     seed: int = option(1, "random seed for subword sampling")
 

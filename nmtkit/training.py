@@ -40,6 +40,7 @@ from nmtkit.data.prepare import load_subwords, read_manifest
 from nmtkit.data.subword import PAD
 from nmtkit.distributed import World, init_world, leave_world
 from nmtkit.errors import NmtkitError
+from nmtkit.metrics.tokenize import default_tokenizer
 from nmtkit.modules.checkpointing import checkpoint_activations
 from nmtkit.registry import build_model
 from nmtkit.runtime import StopSignals, autocast_dtype, set_threads
@@ -154,6 +155,8 @@ class Trainer:
         self.precision = autocast_dtype(train.amp, self.device)
         torch.manual_seed(train.seed)
         manifest = read_manifest(data_dir)
+        self.langs = (manifest.get("src_lang"), manifest.get("tgt_lang"))
+        self.bleu_tokenizer = default_tokenizer(self.langs[1])
         self.subwords = load_subwords(data_dir)
         self.model = self._build_model()
         self.train_data = self._load_split("train")
@@ -213,7 +216,7 @@ class Trainer:
                 "scaler": self.scaler.state_dict(), "progress": vars(self.progress), "rng": rng}
 
     def save(self, name: str, train_state: dict | None = None) -> None:
-        save_atomic(make_payload(self.config, self.model, self.subwords, train_state), self.out_dir / name)
+        save_atomic(make_payload(self.config, self.model, self.subwords, train_state, self.langs), self.out_dir / name)
 
     def save_last(self) -> None:
         """Write last.pt with the random state of every process; every process calls this, rank 0 writes."""
@@ -362,13 +365,15 @@ class Trainer:
         return loss_total / max(tokens, 1)
 
     def dev_bleu(self) -> float:
+        """Greedy BLEU of the dev pairs that dev_loss scores, with sacrebleu's tokenizer for the target language
+        (`default_tokenizer`: 13a would make a Chinese or Thai sentence one or two "words")."""
         kept = self.dev_data.kept[: self.config.train.valid_max_sentences or None]  # the pairs dev_loss scores
         sources, references = ([lines[index] for index in kept] for lines in
                                (read_lines(self.data_dir / f"dev.{side}.txt") for side in ("src", "tgt")))
         loaded = LoadedModel(self.config, self.model.eval(), *self.subwords)
         decode = DecodeConfig(beam=1, batch_tokens=self.config.decode.batch_tokens)
         hypotheses = Translator(loaded, decode, self.device).translate(sources)
-        return sacrebleu.corpus_bleu(hypotheses, [references]).score
+        return sacrebleu.corpus_bleu(hypotheses, [references], tokenize=self.bleu_tokenizer).score
 
     def validate(self) -> bool:
         """Validate (rank 0), save model.pt when best and last.pt; on every process, True when patience ran out."""
@@ -569,9 +574,9 @@ def train(config: Config, data_dir: Path, out_dir: Path, resume: bool = False, q
             trainer.resume()
         if world.is_main:
             save_yaml(config, out_dir / "config.yaml")
-        log.info("model %s: %d parameters on %s (%d process(es), %d threads, %s)", config.model.name,
-                 sum(p.numel() for p in trainer.model.parameters()), trainer.device, world.size, trainer.threads,
-                 trainer.precision_name)
+        log.info("model %s: %d parameters on %s (%d process(es), %d threads, %s); validation BLEU tokenizer %s",
+                 config.model.name, sum(p.numel() for p in trainer.model.parameters()), trainer.device, world.size,
+                 trainer.threads, trainer.precision_name, trainer.bleu_tokenizer)
         summary = trainer.run()
         finished = True
         return summary if world.is_main else None

@@ -14,7 +14,6 @@ import torch
 
 from nmtkit.checkpoint import LoadedModel
 from nmtkit.config import DecodeConfig
-from nmtkit.data.corpus import normalize
 from nmtkit.data.dataset import encode_sources
 from nmtkit.errors import NmtkitError
 from nmtkit.runtime import native_bf16
@@ -89,11 +88,10 @@ class Translator:
         for index, line in enumerate(lines):
             if "\ufffd" in line:
                 log.warning("line %d: invalid UTF-8 replaced by U+FFFD", first_line + index)
-        texts = [normalize(line) for line in lines]
-        ids = self.loaded.src_subword.encode(texts)
+        ids = self.loaded.src_subword.encode(lines)  # the text as written: the subword model normalizes, if at all
         ids = [self._truncate(seq, first_line + index) for index, seq in enumerate(ids)]
         outputs: list[list[tuple[str, float]]] = [[("", 0.0)] for _ in lines]
-        todo = [index for index, text in enumerate(texts) if text]
+        todo = [index for index, line in enumerate(lines) if line.strip()]
         for batch in length_batches([len(ids[index]) for index in todo], self.decode.batch_tokens):
             rows = [todo[position] for position in batch]
             found = self.search([ids[row] for row in rows])
@@ -106,7 +104,7 @@ class Translator:
         """Pharaoh links between each line's words and its translation's words."""
         from nmtkit.align import align_translations, format_pharaoh
 
-        links = align_translations(self.loaded, [normalize(line) for line in lines], translations, self.device)
+        links = align_translations(self.loaded, lines, translations, self.device)
         return [format_pharaoh(pair) for pair in links]
 
     def translate(self, lines: list[str], first_line: int = 1) -> list[str]:

@@ -27,15 +27,46 @@ from nmtkit.errors import NmtkitError
 # --- subwords -> words ------------------------------------------------------------------------------------------
 
 
+def spans_of(pieces: list[str]) -> list[tuple[int, int]]:
+    """Byte spans of pieces that spell the text exactly ("▁" = the space before a word, none before the first)."""
+    spans, position = [], 0
+    for index, piece in enumerate(pieces):
+        length = len(piece.replace("\u2581", " ").encode()) - (index == 0 and piece.startswith("\u2581"))
+        spans.append((position, position + length))
+        position += length
+    return spans
+
+
 @pytest.mark.parametrize("pieces, words, expected", [
     (["▁EN", "▁el", "▁pri", "mer"], ["EN", "el", "primer"], [0, 1, 2, 2]),
     (["▁", "á", "▁hacer", "▁,"], ["á", "hacer", ","], [0, 0, 1, 2]),
     (["▁tratado", ","], ["tratado", ","], [0, 1]),
-    (["▁ab", "cd"], ["abc", "d"], [0, 0]),  # a piece across two words belongs to the first
+    (["▁ab", "c▁d"], ["abc", "d"], [0, 0]),  # a piece across two words belongs to the first
+    (["▁中文", "▁", "日本"], ["中文", "日本"], [0, 1, 1]),  # a lone "▁" belongs to the word after it
     (["▁x"], [], [0]),
 ])
 def test_piece_words(pieces, words, expected):
-    assert piece_words(pieces, words) == expected
+    assert piece_words(spans_of(pieces), words) == expected
+
+
+WORDS_AFTER_NORMALIZATION = ["ﬁle", "café", "…", "ｘ²", "cafe\u0301", "（注）", "end"]  # NFKC changes their lengths
+
+
+@pytest.mark.parametrize("normalization", ["nmt_nfkc", "identity"])
+def test_piece_words_follow_the_raw_text_whatever_the_normalization(normalization):
+    """Each word gets exactly the bytes of its own pieces, also where NFKC makes a piece longer or shorter than
+    the raw characters it came from (the old character count drifted one word per such character)."""
+    from nmtkit.config import DataConfig
+    from nmtkit.data.subword import train_subword
+
+    lines = [" ".join(WORDS_AFTER_NORMALIZATION), "the file of the cafe", "end of the file"] * 40
+    subword = train_subword(lines, DataConfig(subword="bpe", normalization=normalization), 60)
+    text = " ".join(WORDS_AFTER_NORMALIZATION).encode()
+    [spans] = subword.spans([text.decode()])
+    owners = piece_words(spans, WORDS_AFTER_NORMALIZATION)
+    for index, word in enumerate(WORDS_AFTER_NORMALIZATION):
+        own = b"".join(text[begin:end] for (begin, end), owner in zip(spans, owners) if owner == index)
+        assert own.strip() == word.encode(), (word, own)
 
 
 def test_word_attention_sums_source_and_averages_target_subwords():

@@ -59,6 +59,18 @@ def test_round_trip_restores_config_subwords_and_outputs(tmp_path, trained):
     torch.testing.assert_close(outputs(loaded.model, loaded.src_subword), outputs(model, subword), rtol=0, atol=0)
 
 
+def test_languages_are_recorded_and_older_checkpoints_without_them_still_load(tmp_path, trained):
+    config = trained[0]
+    nfkc = train_subword(["ﬁle … the cat", "the dog"] * 20, DataConfig(vocab_size=30, normalization="nmt_nfkc"), 30)
+    model = build_model(config.model, nfkc.vocab_size, nfkc.vocab_size, True)
+    payload = make_payload(config, model, (nfkc, nfkc), langs=("es", "zh"))
+    assert restore_model(payload, torch.device("cpu")).langs == ("es", "zh")
+    del payload["langs"]  # as nmtkit wrote them before it kept languages (and trained SentencePiece with NFKC)
+    loaded = restore_model(payload, torch.device("cpu"))
+    assert loaded.langs == (None, None) and loaded.tgt_subword.settings["normalization"] == "nmt_nfkc"
+    assert loaded.tgt_subword.decode(loaded.tgt_subword.encode(["ﬁle …"])) == ["file ..."]
+
+
 def test_separate_subword_models_stay_separate(tmp_path, trained):
     config, _, src_subword = trained
     tgt_subword = train_subword(WORDS, DataConfig(subword="char"), 30)

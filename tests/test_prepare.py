@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 import random
+import unicodedata
 from pathlib import Path
 
 import pytest
 
 import nmtkit.data.prepare as prepare_module
 from nmtkit.config import DataConfig
+from nmtkit.data.corpus import read_lines
 from nmtkit.data.dataset import TokenArray
 from nmtkit.data.prepare import SplitFiles, load_subwords, prepare_data, subword_sample
 from nmtkit.errors import NmtkitError
+from nmtkit.evaluate import EvaluateConfig, evaluate_files
 
 WORDS_A = ["casa", "perro", "gato", "libro", "mesa", "agua", "sol", "luna"]
 WORDS_B = ["house", "dog", "cat", "book", "table", "water", "sun", "moon", "the"]
@@ -50,7 +53,9 @@ def test_tsv_input_filters_and_counts(tmp_path: Path):
     with pytest.raises(NmtkitError, match="no training pairs"):
         prepare_data({"train": SplitFiles(tsv=tmp_path / "train.tsv")}, tmp_path / "o", DataConfig(max_words=1))
     manifest = prepare_data({"train": SplitFiles(tsv=tmp_path / "train.tsv")}, tmp_path / "out", config)
-    assert manifest["filter"] == {"read": 4, "kept": 1, "removed": {"duplicate": 1, "empty": 1, "length_ratio": 1}}
+    assert {key: manifest["filter"][key] for key in ("read", "kept", "removed")} == \
+        {"read": 4, "kept": 1, "removed": {"duplicate": 1, "empty": 1, "length_ratio": 1}}
+    assert len(manifest["filter"]["warnings"]) == 3  # each filter removed a quarter
     (tmp_path / "bad.tsv").write_text(rows[4] + "\n", encoding="utf-8")
     with pytest.raises(NmtkitError, match="bad.tsv:1"):
         prepare_data({"train": SplitFiles(tsv=tmp_path / "bad.tsv")}, tmp_path / "out2", config)
@@ -92,3 +97,50 @@ def test_subword_sample_draws_the_configured_number_of_lines_from_disk(tmp_path:
     assert len(sample) == 25 and set(sample) < set(everything)
     assert sample == list(subword_sample(paths, 60, DataConfig(max_sentences=25, seed=4)))
     assert sample != list(subword_sample(paths, 60, DataConfig(max_sentences=25, seed=5)))
+
+
+SCRIPTS = {
+    "latin, decomposed accents": unicodedata.normalize("NFD", "Café naïve, résumé à l'école"),
+    "full-width punctuation": "你好，世界！（测试）：是吗？",
+    "chinese": "打开文件时出错。",
+    "japanese": "ファイルを開けませんでした。",
+    "korean": "파일을 열 수 없습니다.",
+    "arabic": "تعذّر فتح الملف «%s».",
+    "hebrew": "לא ניתן לפתוח את הקובץ.",
+    "devanagari": "फ़ाइल खोली नहीं जा सकी।",
+    "thai": "ไม่สามารถเปิดแฟ้มได้ ทำซ้ำ",
+    "cyrillic": "Не удалось открыть файл «%s».",
+    "greek": "Δεν ήταν δυνατό το άνοιγμα του αρχείου.",
+    "emoji": "Saved ✅ 😀👍🏽 👨‍👩‍👧",
+    "compatibility characters": "ﬁle … x² ½ Ⅳ ｶﾀｶﾅ",
+    "spaces": "Error:  two spaces, a trailing one \t tab and 100\u00a0% ",
+}
+
+
+def test_every_script_comes_back_byte_identical(tmp_path: Path):
+    """References in many scripts and forms go through prepare, encode and decode unchanged (no normalization,
+    spaces kept), characters never seen in training included (byte fallback), and score 100 against themselves."""
+    lines = list(SCRIPTS.values())
+    unseen = ["純粋な 𝄞 ♞ ǅ", "ⓐⓑⓒ 〄 ꙮ"]  # characters only in the test set
+    train = [(line, line) for line in lines * 20] + corpus(300)
+    splits = {"train": write_pair(tmp_path, "train", train),
+              "test": write_pair(tmp_path, "test", [(line, line) for line in lines + unseen])}
+    manifest = prepare_data(splits, tmp_path / "out", DataConfig(subword="bpe", vocab_size=1100, dedup=False))
+    assert manifest["subword"]["tgt"] == {"normalization": "identity", "byte_fallback": True, "exact_spaces": True}
+    assert (tmp_path / "out" / "test.tgt.txt").read_bytes() == (tmp_path / "test.tgt").read_bytes()
+    _, tgt_model = load_subwords(tmp_path / "out")
+    ids = TokenArray.load(tmp_path / "out" / "test.tgt")
+    decoded = tgt_model.decode([ids[index].tolist() for index in range(len(ids))])
+    assert decoded == lines + unseen
+    hyp = tmp_path / "hyp.txt"
+    hyp.write_text("".join(line + "\n" for line in decoded), encoding="utf-8")
+    scores = evaluate_files(read_lines(hyp), "hyp", [tmp_path / "test.tgt"], EvaluateConfig(metrics=["bleu", "chrf"]))
+    assert scores["bleu"]["score"] == pytest.approx(100.0) and scores["chrf"]["score"] == pytest.approx(100.0)
+
+
+def test_nfkc_normalization_is_still_available_and_recorded(tmp_path: Path):
+    splits = {"train": write_pair(tmp_path, "train", [(SCRIPTS["compatibility characters"], "x y")] * 5 + corpus(50))}
+    manifest = prepare_data(splits, tmp_path / "out", DataConfig(vocab_size=60, normalization="nmt_nfkc"))
+    assert manifest["subword"]["src"]["normalization"] == "nmt_nfkc"
+    src_model, _ = load_subwords(tmp_path / "out")
+    assert src_model.decode(src_model.encode(["ﬁle …"])) == ["file ..."]

@@ -6,6 +6,8 @@ Validation errors name the file and the line, so a user can fix the input withou
 from __future__ import annotations
 
 import hashlib
+import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -80,9 +82,38 @@ def iter_tsv(path: str | Path) -> Iterator[tuple[str, str]]:
         raise NmtkitError(f"{path} is empty")
 
 
-def normalize(line: str) -> str:
-    """Collapse runs of whitespace (tabs included) into single spaces."""
-    return " ".join(line.split())
+# Scripts written without spaces between words: each character counts as a word in the length filters. Thai, Lao,
+# Tibetan, Myanmar, Khmer, kana, CJK ideographs (unified, extension A, compatibility, and the supplementary planes).
+UNSPACED = "\u0e00-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf" \
+           "\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
+LENGTH_UNITS = re.compile(f"[{UNSPACED}]|[^\\s{UNSPACED}]+")
+RATIO_BINS = 0.01  # width of the histogram bins of log length ratios: the median is known to 1%
+WARN_SHARE = 0.03  # a filter that removes more than this share of the pairs read is reported as a warning
+
+
+def length_units(line: str) -> int:
+    """The length of a line in words, where every character of a script written without spaces (Chinese,
+    Japanese, Thai...) counts as one word, so that length filters mean the same thing in every script."""
+    return len(LENGTH_UNITS.findall(line))
+
+
+def median_length_ratio(pairs: Iterable[tuple[str, str]]) -> float:
+    """The median of source length / target length (in `length_units`) over the pairs with both sides non-empty,
+    from a histogram of log ratios (constant memory; 1 if no pair has two non-empty sides).
+
+    The ratio filter compares each pair with this corpus median rather than with 1: English has about 0.7 words per
+    Chinese character and 0.25 per Thai character, so a fixed ratio would remove a third of such corpora."""
+    counts: Counter = Counter()
+    for src, tgt in pairs:
+        src_units, tgt_units = length_units(src), length_units(tgt)
+        if src_units and tgt_units:
+            counts[round(math.log(src_units / tgt_units) / RATIO_BINS)] += 1
+    seen, half = 0, sum(counts.values()) / 2
+    for bin_index in sorted(counts):
+        seen += counts[bin_index]
+        if seen >= half:
+            return math.exp(bin_index * RATIO_BINS)
+    return 1.0
 
 
 @dataclass
@@ -92,32 +123,40 @@ class FilterStats:
     read: int = 0
     kept: int = 0
     removed: Counter = field(default_factory=Counter)
+    median_ratio: float = 1.0
+
+    def warnings(self) -> list[str]:
+        """One line for each filter that removed more than a few percent of the pairs read."""
+        return [f"{reason} removed {count} of {self.read} training pairs ({100 * count / self.read:.1f}%)"
+                for reason, count in sorted(self.removed.items()) if self.read and count > WARN_SHARE * self.read]
 
     def as_dict(self) -> dict:
-        return {"read": self.read, "kept": self.kept, "removed": dict(self.removed)}
+        return {"read": self.read, "kept": self.kept, "removed": dict(self.removed),
+                "median_length_ratio": round(self.median_ratio, 4), "warnings": self.warnings()}
 
 
-def _reject_reason(src: str, tgt: str, config: DataConfig) -> str | None:
-    if not src or not tgt:
+def _reject_reason(src: str, tgt: str, config: DataConfig, median_ratio: float) -> str | None:
+    if not src.strip() or not tgt.strip():
         return "empty"
-    src_words, tgt_words = len(src.split()), len(tgt.split())
-    if min(src_words, tgt_words) < config.min_words:
+    src_units, tgt_units = length_units(src), length_units(tgt)
+    if min(src_units, tgt_units) < config.min_words:
         return "too_short"
-    if max(src_words, tgt_words) > config.max_words:
+    if max(src_units, tgt_units) > config.max_words:
         return "too_long"
-    if config.max_ratio > 0 and max(src_words, tgt_words) > config.max_ratio * min(src_words, tgt_words):
+    ratio = src_units / max(tgt_units, 1) / median_ratio
+    if config.max_ratio > 0 and max(ratio, 1 / max(ratio, 1e-9)) > config.max_ratio:
         return "length_ratio"
     return None
 
 
 def filter_pairs(pairs: Iterable[tuple[str, str]], config: DataConfig, stats: FilterStats) -> Iterator[tuple[str, str]]:
-    """Normalise whitespace and drop empty, too short/long, badly proportioned and duplicate pairs, one pair at a
-    time; `stats` counts them. Duplicates are found by a 64-bit digest per pair, not by keeping the text."""
+    """Drop empty, too short/long, badly proportioned (against `stats.median_ratio`) and duplicate pairs, one pair
+    at a time; `stats` counts them. The text of a kept pair is not changed. Duplicates are found by a 64-bit digest
+    per pair, not by keeping the text."""
     seen: set[int] = set()
-    for src_line, tgt_line in pairs:
+    for pair in pairs:
         stats.read += 1
-        pair = (normalize(src_line), normalize(tgt_line))
-        reason = _reject_reason(*pair, config)
+        reason = _reject_reason(*pair, config, stats.median_ratio)
         if reason is None and config.dedup:
             digest = int.from_bytes(hashlib.blake2b(f"{pair[0]}\t{pair[1]}".encode(), digest_size=8).digest())
             reason = "duplicate" if digest in seen else None

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from nmtkit.config import DataConfig
-from nmtkit.data.corpus import FilterStats, filter_pairs, iter_lines, iter_parallel, iter_tsv, normalize
+from nmtkit.data.corpus import FilterStats, filter_pairs, iter_lines, iter_parallel, iter_tsv, median_length_ratio
 from nmtkit.data.dataset import TokenWriter
 from nmtkit.data.subword import Subword, train_subword
 from nmtkit.errors import NmtkitError
@@ -107,38 +107,42 @@ def prepare_data(splits: dict[str, SplitFiles], out: Path, config: DataConfig,
                  langs: tuple[str, str] = ("src", "tgt"), overwrite: bool = False) -> dict:
     """Validate, clean and binarize `splits` (train required) into `out`; returns the manifest.
 
-    The corpus streams through: files are read line by line, cleaned text is written as it comes, SentencePiece
-    trains on a sample read back from disk and the ids are encoded in chunks, so memory does not grow with the
-    corpus (beyond 8 bytes per pair of offsets and of duplicate digests). manifest.json is written last: a
-    directory without it is not (completely) prepared."""
+    The corpus streams through: files are read line by line (train twice: once for its median length ratio),
+    kept text is written as it comes, byte for byte, SentencePiece trains on a sample read back from disk and the
+    ids are encoded in chunks, so memory does not grow with the corpus (beyond 8 bytes per pair of offsets and of
+    duplicate digests). manifest.json is written last: a directory without it is not (completely) prepared."""
     if "train" not in splits:
         raise NmtkitError("prepare needs training data (--train-src/--train-tgt or --train-tsv)")
     if (out / "manifest.json").exists() and not overwrite:
         raise NmtkitError(f"{out} already holds prepared data (manifest.json); pass --overwrite to replace it "
                           "(runs trained on it will no longer resume), or choose another --out")
-    for files in splits.values():
-        files.check()
+    stats = FilterStats(median_ratio=median_length_ratio(splits["train"].pairs()))  # reads (checks) train once
+    for name in SPLITS[1:]:
+        if name in splits:
+            splits[name].check()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise NmtkitError(f"cannot create output directory {out}: {error.strerror}") from error
     (out / "manifest.json").unlink(missing_ok=True)
-    stats = FilterStats()
     kept = _write_text("train", filter_pairs(splits["train"].pairs(), config, stats), out)
     log.info("train: kept %d of %d pairs (%s removed)", stats.kept, stats.read, dict(stats.removed) or "none")
+    for warning in stats.warnings():
+        log.warning("%s; see data.min_words, max_words, max_ratio and dedup", warning)
     if not kept:
         raise NmtkitError("no training pairs are left after filtering; check the input and the filter settings")
     for name in SPLITS[1:]:
         if name in splits:
-            _write_text(name, ((normalize(src), normalize(tgt)) for src, tgt in splits[name].pairs()), out)
+            _write_text(name, splits[name].pairs(), out)
     models = _train_subwords(out, kept, config)
     manifest = {"format": 1, "src_lang": langs[0], "tgt_lang": langs[1], "data": asdict(config),
                 "vocab": {"src": models[0].vocab_size, "tgt": models[1].vocab_size},
+                "subword": {"src": models[0].settings, "tgt": models[1].settings},
                 "filter": stats.as_dict(), "splits": {}}
     for name in (name for name in SPLITS if name in splits):
         manifest["splits"][name] = _binarize(name, models, out)
         log.info("%s: %s", name, manifest["splits"][name])
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return manifest
 
 

@@ -1,19 +1,28 @@
 """SentencePiece subword models (bpe, unigram, char, word), kept as serialized bytes.
 
-Keeping the model as bytes lets a checkpoint embed it, so a checkpoint alone is enough to translate.
+Keeping the model as bytes lets a checkpoint embed it, so a checkpoint alone is enough to translate. New models
+normalize nothing (`identity`, spaces kept as they are) and fall back to UTF-8 bytes for unseen characters, so that
+decoding gives back exactly the text a user wrote, in any script; models trained with an NFKC rule (nmtkit's
+default before) keep working as they were trained.
 """
 
 from __future__ import annotations
 
+import functools
 import io
+import logging
 import os
 from collections.abc import Iterable
 
 import sentencepiece as spm
+from sentencepiece import sentencepiece_model_pb2
 
 from nmtkit.config import DataConfig
 
+log = logging.getLogger(__name__)
+
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
+BYTE_FALLBACK_MIN_VOCAB = 1024  # the 256 byte pieces take at most a quarter of the vocabulary
 
 
 class Subword:
@@ -36,9 +45,31 @@ class Subword:
     def pieces(self, line: str) -> list[str]:
         return self.processor.encode(line, out_type=str)
 
+    def spans(self, lines: list[str]) -> list[list[tuple[int, int]]]:
+        """Where each subword piece of each line comes from: (begin, end) UTF-8 byte offsets into the line as given,
+        before normalization (SentencePiece's own alignment, so a normalization that changes lengths cannot
+        shift them). A piece of several bytes of one character may have an empty span."""
+        return [[(piece.begin, piece.end) for piece in text.pieces]
+                for text in self.processor.encode(lines, out_type="proto")]
+
+    @functools.cached_property
+    def settings(self) -> dict:
+        """The normalization rule and byte fallback this model was trained with, read from the model itself."""
+        model = sentencepiece_model_pb2.ModelProto.FromString(self.proto)
+        return {"normalization": model.normalizer_spec.name or "nmt_nfkc",
+                "byte_fallback": model.trainer_spec.byte_fallback,
+                "exact_spaces": not model.normalizer_spec.remove_extra_whitespaces}
+
 
 def train_subword(lines: Iterable[str], config: DataConfig, vocab_size: int) -> Subword:
-    """Train SentencePiece on `lines` (prepare samples them down to `config.max_sentences`)."""
+    """Train SentencePiece on `lines` (prepare samples them down to `config.max_sentences`).
+
+    With the `identity` rule the text is taken as it is, spaces included (`remove_extra_whitespaces` off), so
+    that decoding gives back every byte; the NFKC rules collapse spaces as SentencePiece always did."""
+    byte_fallback = config.byte_fallback and vocab_size >= BYTE_FALLBACK_MIN_VOCAB
+    if config.byte_fallback and not byte_fallback:
+        log.info("byte fallback off: a vocabulary of %d has no room for 256 byte pieces (needs %d or more)",
+                 vocab_size, BYTE_FALLBACK_MIN_VOCAB)
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(lines),  # SentencePiece keeps what it reads
@@ -46,6 +77,9 @@ def train_subword(lines: Iterable[str], config: DataConfig, vocab_size: int) -> 
         model_type=config.subword,
         vocab_size=vocab_size,
         character_coverage=config.character_coverage,
+        normalization_rule_name=config.normalization,
+        remove_extra_whitespaces=config.normalization != "identity",
+        byte_fallback=byte_fallback,
         pad_id=PAD,
         unk_id=UNK,
         bos_id=BOS,
