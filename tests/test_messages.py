@@ -1,4 +1,4 @@
-"""recipes/messages/extract.py: the .mo reader, the pairs and their counts, the split and the errors.
+"""recipes/messages: the .mo reader, the pairs and their counts, the split, the errors, and the roundtrip check.
 
 Catalogs are written in tmp_path by `mo_bytes`, a small writer of the GNU .mo format in either byte order.
 """
@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 from scripts import ROOT, load_script
+from training_runs import copy_task
 
 extract = load_script("recipes/messages/extract.py", "messages_extract")
+roundtrip = load_script("recipes/messages/roundtrip.py", "messages_roundtrip")
 
 UTF8_HEADER = "Content-Type: text/plain; charset=UTF-8\n"
 ARABIC_PLURALS = ("Plural-Forms: nplurals=6; plural=n==0 ? 0 : n==1 ? 1 : n==2 ? 2 : n%100>=3 && n%100<=10 ? 3 "
@@ -264,3 +266,21 @@ def test_real_catalogs_give_a_line_aligned_corpus(tmp_path):
     assert len(pairs) == sum(stats["pairs"].values()) > 1000
     assert not any(b"\r" in line for pair in pairs for line in pair)
     assert all(line.strip() for pair in pairs for line in pair)
+
+
+def test_roundtrip_reports_lines_and_changes(tmp_path, capsys):
+    data_dir = copy_task(tmp_path)
+    ref = tmp_path / "ref.txt"
+    ref.write_text("a b c\nh g f e\n  a  b\n\u4e2d\u6587\n", encoding="utf-8")
+    assert roundtrip.main(["--data", str(data_dir), "--ref", str(ref), "--ref", str(ref), "--side", "tgt"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert set(report) == {"data", "side", "lines", "changed", "changed_beyond_whitespace", "examples"}
+    assert report["lines"] == 8 and report["side"] == "tgt"
+    assert 0 <= report["changed_beyond_whitespace"] <= report["changed"] <= report["lines"]
+    assert len(report["examples"]) == min(5, report["changed"])
+    assert all(set(example) == {"file", "line", "before", "after"} for example in report["examples"])
+
+
+def test_roundtrip_without_prepared_data_is_a_one_line_error(tmp_path, capsys):
+    assert roundtrip.main(["--data", str(tmp_path), "--ref", str(tmp_path / "ref.txt")]) == 1
+    assert capsys.readouterr().err.startswith("error: ")
