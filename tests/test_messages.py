@@ -1,4 +1,5 @@
-"""recipes/messages: the .mo reader, the pairs and their counts, the split, the errors, and the roundtrip check.
+"""recipes/messages: the .mo reader, the pairs and their counts, the split, the errors, the roundtrip check, and
+run.sh with a stand-in for nmtkit.
 
 Catalogs are written in tmp_path by `mo_bytes`, a small writer of the GNU .mo format in either byte order.
 """
@@ -284,3 +285,57 @@ def test_roundtrip_reports_lines_and_changes(tmp_path, capsys):
 def test_roundtrip_without_prepared_data_is_a_one_line_error(tmp_path, capsys):
     assert roundtrip.main(["--data", str(tmp_path), "--ref", str(tmp_path / "ref.txt")]) == 1
     assert capsys.readouterr().err.startswith("error: ")
+
+
+# stands in for the nmtkit command in run.sh: logs each call and writes what the next step reads
+FAKE_NMTKIT = """#!{python}
+import os, sys
+from pathlib import Path
+args = sys.argv[1:]
+with open(os.environ["CALLS"], "a") as calls:
+    calls.write(" ".join(args) + "\\n")
+out = Path(args[args.index("--out") + 1]) if "--out" in args else None
+if args[0] == "prepare":
+    out.mkdir(parents=True)
+    (out / "manifest.json").write_text("{{}}")
+elif args[0] == "train" and "--resume" not in args:
+    (out / "model.pt").write_text("weights")
+    (out / "last.pt").write_text("weights")
+elif args[0] == "translate":
+    print(Path(args[args.index("--input") + 1]).read_text(), end="")
+elif args[0] == "evaluate":
+    print('{{"bleu": 1.0}}')
+"""
+
+
+def run_recipe(tmp_path: Path) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """recipes/messages/run.sh with the real extractor on a tiny locale and stand-ins for nmtkit and roundtrip.py."""
+    recipe, bin_dir = tmp_path / "recipe", tmp_path / "bin"
+    recipe.mkdir(exist_ok=True)
+    bin_dir.mkdir(exist_ok=True)
+    for name in ("run.sh", "extract.py"):
+        (recipe / name).write_bytes((ROOT / "recipes/messages" / name).read_bytes())
+    (recipe / "roundtrip.py").write_text('print(\'{"lines": 0}\')\n')
+    (bin_dir / "nmtkit").write_text(FAKE_NMTKIT.format(python=sys.executable))
+    (bin_dir / "nmtkit").chmod(0o755)
+    (tmp_path / "calls").unlink(missing_ok=True)
+    env = {"PATH": f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin", "CALLS": str(tmp_path / "calls"),
+           "LANG_DIR": "xx_YY", "LOCALE_DIR": str(tmp_path / "locale"), "DATA": str(tmp_path / "data"),
+           "OUT": str(tmp_path / "run")}
+    done = subprocess.run(["bash", str(recipe / "run.sh")], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60)
+    return done, [line.split()[0] + (" --resume" if "--resume" in line else "")
+                  for line in (tmp_path / "calls").read_text().splitlines()]
+
+
+def test_recipe_runs_every_step_once_and_resumes(tmp_path):
+    write_catalog(tmp_path / "locale", "app.mo", numbered_pairs(40) + TEXT_PAIRS)
+    done, calls = run_recipe(tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert calls == ["prepare", "train", "translate", "evaluate"]
+    assert (tmp_path / "run" / "test.hyp").read_bytes() == (tmp_path / "data" / "test.en").read_bytes() != b""
+    stats = (tmp_path / "data" / "stats.json").stat().st_mtime_ns
+    done, calls = run_recipe(tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert calls == ["train --resume", "evaluate"]
+    assert (tmp_path / "data" / "stats.json").stat().st_mtime_ns == stats
