@@ -7,9 +7,10 @@ BIN := $(VENV)/bin
 MODEL ?= transformer
 THREADS ?= 0
 # MAX_TIME (a training budget such as 50m) has each recipe's own default: 50m for the Bible, none for WMT14
-export MODEL MAX_TIME THREADS
+# LANG_DIR (a locale such as zh_CN, ja, th, ar, he) and CODE choose the language of recipe-messages
+export MODEL MAX_TIME THREADS LANG_DIR CODE
 
-.PHONY: install test lint bench recipe-bible recipe-bible-zoo recipe-reverse recipe-wmt bible-data wmt-data clean
+.PHONY: install test lint bench recipe-bible recipe-bible-zoo recipe-reverse recipe-wmt recipe-messages bible-data wmt-data clean
 
 install: $(VENV)/.installed
 
@@ -53,6 +54,9 @@ wmt-data: install
 
 recipe-wmt: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/wmt/run.sh
+
+recipe-messages: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/messages/run.sh
 
 clean:
 	rm -rf $(VENV) runs data
