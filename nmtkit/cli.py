@@ -273,7 +273,8 @@ def translate(
 def evaluate(
     hyp: Annotated[str, typer.Option(help="hypothesis file, or - for stdin")],
     ref: Annotated[list[Path], typer.Option(help="reference file (repeat for several references)")],
-    metrics: Annotated[str, typer.Option(help="comma-separated: bleu, chrf, chrf++, wer, cer, edit")] = "bleu,chrf",
+    metrics: Annotated[str, typer.Option(help="comma-separated: bleu, chrf, chrf++, ter, wer, cer, mer, wil, wip, "
+                                              "edit")] = "bleu,chrf",
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N")] = "auto",
     sentence: Annotated[bool, typer.Option(help="also print each sentence's scores")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="print one JSON object keyed by metric")] = False,
@@ -281,18 +282,38 @@ def evaluate(
                                                  dir_okay=False)] = None,
     samples: Annotated[int, typer.Option(help="bootstrap resamples for --compare")] = 1000,
     lowercase: Annotated[bool, typer.Option(help="case-insensitive BLEU and chrF")] = False,
-    tokenize: Annotated[str | None, typer.Option(help="sacrebleu BLEU tokenizer (default 13a)")] = None,
+    lang: Annotated[str | None, typer.Option(help="target language (zh, ja, ko, th, de_DE...) for BLEU's default "
+                                                  "tokenizer; default: the first --ref file's suffix")] = None,
+    tokenize: Annotated[str | None, typer.Option(help="sacrebleu BLEU tokenizer (default: 13a, or the "
+                                                      "language's)")] = None,
     smooth: Annotated[str, typer.Option(help="BLEU smoothing: exp, floor, add-k, none")] = "exp",
+    smooth_value: Annotated[float | None, typer.Option(help="BLEU floor or add-k value (default 0.1 or 1)")] = None,
+    max_ngram_order: Annotated[int, typer.Option(help="BLEU's maximum n-gram order")] = 4,
+    chrf_char_order: Annotated[int, typer.Option(help="chrF character n-gram order")] = 6,
+    chrf_word_order: Annotated[int, typer.Option(help="chrF word n-gram order (chrf++ is 2)")] = 0,
+    chrf_beta: Annotated[int, typer.Option(help="chrF beta: weight of recall over precision")] = 2,
+    chrf_whitespace: Annotated[bool, typer.Option(help="keep whitespace in chrF character n-grams")] = False,
+    chrf_eps_smoothing: Annotated[bool, typer.Option(help="chrF epsilon smoothing of every order")] = False,
+    ter_normalized: Annotated[bool, typer.Option(help="TER: normalize and tokenize punctuation")] = False,
+    ter_no_punct: Annotated[bool, typer.Option(help="TER: remove punctuation")] = False,
+    ter_asian_support: Annotated[bool, typer.Option(help="TER: split CJK characters and punctuation")] = False,
+    ter_case_sensitive: Annotated[bool, typer.Option(help="TER: case-sensitive (default lowercases)")] = False,
     edit_costs: Annotated[str, typer.Option(help="edit distance costs ins,del,sub")] = "1,1,1",
     edit_unit: Annotated[str, typer.Option(help="edit distance over char or word")] = "char",
 ) -> None:
-    """Score hypotheses on a torch device: BLEU and chrF as sacrebleu, WER and CER as jiwer, edit distance."""
+    """Score hypotheses on a torch device: BLEU, chrF and TER as sacrebleu, WER, CER, MER, WIL, WIP as jiwer, edit
+    distance."""
     from nmtkit.data.corpus import read_lines
     from nmtkit.evaluate import EvaluateConfig, evaluate_files, read_stream_lines, render
 
     config = EvaluateConfig(metrics=[name.strip() for name in metrics.split(",") if name.strip()], device=device,
-                            lowercase=lowercase, tokenize=tokenize, smooth=smooth, edit_costs=edit_costs,
-                            edit_unit=edit_unit, sentence=sentence, samples=samples)
+                            lowercase=lowercase, lang=lang, tokenize=tokenize, smooth=smooth, smooth_value=smooth_value,
+                            max_ngram_order=max_ngram_order, chrf_char_order=chrf_char_order,
+                            chrf_word_order=chrf_word_order, chrf_beta=chrf_beta, chrf_whitespace=chrf_whitespace,
+                            chrf_eps_smoothing=chrf_eps_smoothing, ter_normalized=ter_normalized,
+                            ter_no_punct=ter_no_punct, ter_asian_support=ter_asian_support,
+                            ter_case_sensitive=ter_case_sensitive, edit_costs=edit_costs, edit_unit=edit_unit,
+                            sentence=sentence, samples=samples)
     hypotheses = read_stream_lines(sys.stdin.buffer) if hyp == "-" else read_lines(hyp)
     print(render(evaluate_files(hypotheses, "<stdin>" if hyp == "-" else hyp, ref, config, compare), json_output))
 

@@ -1,13 +1,16 @@
 """`nmtkit evaluate`: score a hypothesis file against one or more reference files on a torch device.
 
-BLEU and chrF print sacrebleu's own strings and signatures; WER and CER are jiwer's; with a baseline the
-systems are compared by paired bootstrap resampling (Koehn, 2004).
+BLEU, chrF and TER print sacrebleu's own strings and signatures; WER, CER, MER, WIL and WIP are jiwer's; with a
+baseline the systems are compared by paired bootstrap resampling (Koehn, 2004). Unless a tokenizer is given, BLEU's
+suits the target language: the one given, else the one the first reference file's suffix names (test.zh, test.ja).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,15 +21,21 @@ import torch
 from nmtkit.config import option
 from nmtkit.data.corpus import decode_line, read_lines
 from nmtkit.errors import NmtkitError
-from nmtkit.metrics import Metric
+from nmtkit.metrics import Metric, bleu, chrf
 from nmtkit.metrics.bleu import DeviceBLEU
 from nmtkit.metrics.bootstrap import DEFAULT_SAMPLES, DEFAULT_SEED, paired_bootstrap
 from nmtkit.metrics.chrf import DeviceCHRF
 from nmtkit.metrics.edit import DeviceEdit, EditCosts
+from nmtkit.metrics.ter import SacrebleuTER
+from nmtkit.metrics.tokenize import default_tokenizer
 from nmtkit.metrics.wer import DeviceWER
 from nmtkit.runtime import pick_device
 
-METRICS = ("bleu", "chrf", "chrf++", "wer", "cer", "edit")
+METRICS = ("bleu", "chrf", "chrf++", "ter", "wer", "cer", "mer", "wil", "wip", "edit")
+LANGUAGE_CODE = re.compile(r"[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,4})*")  # zh, yue, zh_CN, zh-Hant, es-419
+NOT_LANGUAGES = frozenset({"txt", "tsv", "csv", "hyp", "ref", "src", "tgt", "out", "tok", "bpe", "sgm", "xml", "log",
+                           "gz", "xz", "bz2", "zst"})  # file suffixes that look like language codes
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -36,8 +45,20 @@ class EvaluateConfig:
     metrics: list[str] = option(["bleu", "chrf"], f"metrics to compute: {', '.join(METRICS)}")
     device: str = option("auto", "auto (CUDA when present), cpu, cuda or cuda:N")
     lowercase: bool = option(False, "case-insensitive BLEU and chrF")
+    lang: str | None = option(None, "target language code (zh, ja, th, de_DE...): picks BLEU's default tokenizer")
     tokenize: str | None = option(None, "sacrebleu BLEU tokenizer: 13a (default), intl, zh, char, none, ...")
     smooth: str = option("exp", "BLEU smoothing: exp, floor, add-k or none")
+    smooth_value: float | None = option(None, "BLEU smoothing value for floor (default 0.1) and add-k (default 1)")
+    max_ngram_order: int = option(4, "BLEU's maximum n-gram order")
+    chrf_char_order: int = option(6, "chrF character n-gram order")
+    chrf_word_order: int = option(0, "chrF word n-gram order (chrf++ is 2)")
+    chrf_beta: int = option(2, "chrF's beta: recall weighs beta times as much as precision")
+    chrf_whitespace: bool = option(False, "keep whitespace in chrF's character n-grams")
+    chrf_eps_smoothing: bool = option(False, "chrF's epsilon smoothing (chrF++.py, NLTK, Moses) for every order")
+    ter_normalized: bool = option(False, "TER: normalize and tokenize punctuation as tercom does")
+    ter_no_punct: bool = option(False, "TER: remove punctuation")
+    ter_asian_support: bool = option(False, "TER: split CJK characters and punctuation (with normalized/no-punct)")
+    ter_case_sensitive: bool = option(False, "TER: case-sensitive (sacrebleu's TER lowercases by default)")
     edit_costs: str = option("1,1,1", "edit distance costs 'ins,del,sub' (1,1,2 is Jurafsky and Martin's)")
     edit_unit: Literal["char", "word"] = option("char", "edit distance over characters or whitespace tokens")
     sentence: bool = option(False, "also score each sentence (sentence BLEU uses effective order)")
@@ -49,31 +70,57 @@ class EvaluateConfig:
         if unknown or not self.metrics:
             problem = f"unknown metric {', '.join(map(repr, unknown))}" if unknown else "no metric given"
             raise NmtkitError(f"{problem}; choose from {', '.join(METRICS)}")
+        if self.lang is not None and not LANGUAGE_CODE.fullmatch(self.lang):
+            raise NmtkitError(f"language {self.lang!r} is not a code such as zh, ja, th or de_DE")
         if self.edit_unit not in ("char", "word"):
             raise NmtkitError(f"edit unit must be char or word, not {self.edit_unit!r}")
         if self.samples < 1:
             raise NmtkitError(f"bootstrap needs at least one resample, not {self.samples}")
+        bleu.check_options(self.smooth, self.smooth_value, self.max_ngram_order)
+        chrf.check_options(self.chrf_char_order, self.chrf_word_order, self.chrf_beta)
         EditCosts.parse(self.edit_costs)
+
+
+def language_of(path: str | Path) -> str | None:
+    """The language code a file's suffix names (test.zh, newstest.de_DE), or None (test.txt, hyp)."""
+    suffix = Path(path).suffix[1:]
+    return suffix if LANGUAGE_CODE.fullmatch(suffix) and suffix.lower() not in NOT_LANGUAGES else None
 
 
 def build_metric(name: str, references: Sequence[Sequence[str]], config: EvaluateConfig,
                  device: torch.device) -> Metric:
     """The metric called `name`, bound to the references."""
     if name == "bleu":
-        return DeviceBLEU(references, device, config.lowercase, config.tokenize, config.smooth)
+        return DeviceBLEU(references, device, config.lowercase, config.tokenize or default_tokenizer(config.lang),
+                          config.smooth, config.smooth_value, max_ngram_order=config.max_ngram_order)
     if name in ("chrf", "chrf++"):
-        return DeviceCHRF(references, device, word_order=2 if name == "chrf++" else 0, lowercase=config.lowercase)
-    if name in ("wer", "cer"):
-        return DeviceWER(references, device, characters=name == "cer")
+        return DeviceCHRF(references, device, config.chrf_char_order, 2 if name == "chrf++" else config.chrf_word_order,
+                          config.chrf_beta, config.lowercase, config.chrf_whitespace, config.chrf_eps_smoothing)
+    if name == "ter":
+        return SacrebleuTER(references, config.ter_normalized, config.ter_no_punct, config.ter_asian_support,
+                            config.ter_case_sensitive)
+    if name in ("wer", "cer", "mer", "wil", "wip"):
+        return DeviceWER(references, device, characters=name == "cer", measure="wer" if name == "cer" else name)
     return DeviceEdit(references, device, EditCosts.parse(config.edit_costs), config.edit_unit == "char")
+
+
+def _check_streams(hypotheses: Sequence[str], references: Sequence[Sequence[str]],
+                   baseline: Sequence[str] | None) -> None:
+    """One line per hypothesis in every stream. An empty reference line is an empty reference, as in sacrebleu; a
+    missing one (None, which sacrebleu's API leaves out of that sentence's references) is refused."""
+    for stream in [*references, *([baseline] if baseline is not None else [])]:
+        if len(stream) != len(hypotheses):
+            raise NmtkitError(f"{len(hypotheses)} hypotheses but a reference or baseline has {len(stream)} lines")
+    for number, stream in enumerate(references, 1):
+        if None in stream:
+            raise NmtkitError(f"reference {number} has no line {list(stream).index(None) + 1} (None); give every "
+                              f"reference stream every line, empty ones as ''")
 
 
 def evaluate(hypotheses: Sequence[str], references: Sequence[Sequence[str]], config: EvaluateConfig,
              baseline: Sequence[str] | None = None) -> dict[str, dict]:
     """{metric: report} for the hypotheses; with a baseline, each report gains a paired `bootstrap` entry."""
-    for stream in [*references, *([baseline] if baseline is not None else [])]:
-        if len(stream) != len(hypotheses):
-            raise NmtkitError(f"{len(hypotheses)} hypotheses but a reference or baseline has {len(stream)} lines")
+    _check_streams(hypotheses, references, baseline)
     device = pick_device(config.device)
     results = {}
     for name in config.metrics:
@@ -113,8 +160,22 @@ def evaluate_files(hypotheses: list[str], hyp_name: str, refs: Sequence[Path], c
     if not hypotheses:
         raise NmtkitError(f"{hyp_name} is empty; there is nothing to score")
     references = [_aligned(path, len(hypotheses), hyp_name) for path in refs]
+    if len(references) > 1:
+        for path, lines in zip(refs, references):
+            _warn_empty_lines(path, lines)
     baseline = _aligned(compare, len(hypotheses), hyp_name) if compare else None
+    if config.lang is None:
+        config = dataclasses.replace(config, lang=language_of(refs[0]))
     return evaluate(hypotheses, references, config, baseline)
+
+
+def _warn_empty_lines(path: Path, lines: Sequence[str]) -> None:
+    """Say so when one of several references has empty lines: probably missing translations, which sacrebleu (and
+    so nmtkit) scores as empty references, not as absent ones."""
+    empty = [number for number, line in enumerate(lines, 1) if not line.strip()]
+    if empty:
+        log.warning("%s: %d of %d lines are empty (first: line %d); they are scored as empty references, as "
+                    "sacrebleu does", path, len(empty), len(lines), empty[0])
 
 
 def _bootstrap_line(comparison: dict) -> str:

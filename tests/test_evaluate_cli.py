@@ -1,5 +1,5 @@
 """`nmtkit evaluate` from the command line: sacrebleu's strings and signatures, jiwer's rates, the paired
-bootstrap, and one-line errors."""
+bootstrap, every scoring option, the language's BLEU tokenizer, and one-line errors."""
 
 from __future__ import annotations
 
@@ -12,10 +12,14 @@ import jiwer
 import pytest
 import torch
 from metrics_corpus import REAL, random_corpus
-from sacrebleu.metrics import BLEU, CHRF
+from sacrebleu.metrics import BLEU, CHRF, TER
 from typer.testing import CliRunner
 
 from nmtkit.cli import app
+from nmtkit.errors import NmtkitError
+from nmtkit.evaluate import EvaluateConfig, language_of
+from nmtkit.evaluate import evaluate as evaluate_lines
+from nmtkit.metrics.tokenize import tokenizer_usable
 
 HYPOTHESES = [hypothesis for _, hypothesis in REAL]
 REFERENCES = [reference for reference, _ in REAL]
@@ -75,7 +79,14 @@ def test_compare_runs_a_paired_bootstrap(files):
 
 
 @pytest.mark.parametrize(("args", "needle"), [
-    (["--metrics", "bleu,ter"], "unknown metric 'ter'"),
+    (["--metrics", "bleu,meteor"], "unknown metric 'meteor'"),
+    (["--lang", "chinese"], "language 'chinese' is not a code"),
+    (["--smooth-value", "0.5"], "a smoothing value is for floor and add-k smoothing, not exp"),
+    (["--smooth", "floor", "--smooth-value", "-1"], "must not be negative"),
+    (["--max-ngram-order", "0"], "maximum n-gram order must be at least 1"),
+    (["--chrf-char-order", "0"], "character n-gram order >= 1"),
+    (["--chrf-word-order", "-1"], "word order >= 0"),
+    (["--chrf-beta", "-2"], "beta must not be negative"),
     (["--compare", "short"], "short.txt has 3 lines"),
     (["--metrics", "edit", "--edit-costs", "1,2"], "three integers"),
     (["--tokenize", "nope"], "unknown BLEU tokenizer"),
@@ -100,3 +111,116 @@ def test_hypotheses_from_stdin_end_to_end(files):
     scores = json.loads(result.stdout)
     assert scores["bleu"]["score"] == BLEU().corpus_score(HYPOTHESES, [REFERENCES]).score
     assert scores["wer"]["score"] == jiwer.wer(REFERENCES, HYPOTHESES)
+
+
+def scores_of(*args: str) -> dict:
+    result = evaluate(*args, "--json", "--device", "cpu")
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("options", [
+    {}, {"normalized": True}, {"no_punct": True, "case_sensitive": True}, {"normalized": True, "asian_support": True},
+])
+def test_ter_options_are_sacrebleus(files, options):
+    flags = [f"--ter-{name.replace('_', '-')}" for name in options]
+    result = scores_of("--hyp", files["hyp"], "--ref", files["ref"], "--ref", files["ref2"], "--metrics", "ter",
+                       *flags, "--sentence")["ter"]
+    ter = TER(**options)
+    two_refs = [REFERENCES, HYPOTHESES[::-1]]
+    expected = ter.corpus_score(HYPOTHESES, two_refs)
+    assert (result["score"], result["signature"]) == (expected.score, str(ter.get_signature()))
+    assert result["sentences"] == [ter.sentence_score(hypothesis, list(refs)).score
+                                   for hypothesis, *refs in zip(HYPOTHESES, *two_refs)]
+
+
+def test_ter_can_be_compared(files):
+    result = scores_of("--hyp", files["hyp"], "--ref", files["ref"], "--compare", files["base"], "--metrics", "ter",
+                       "--samples", "100")["ter"]
+    assert result["bootstrap"]["system"] == result["score"] and 0 < result["bootstrap"]["p_value"] <= 1
+
+
+@pytest.mark.parametrize(("flags", "options"), [
+    ([], {}),
+    (["--chrf-beta", "3", "--chrf-whitespace"], {"beta": 3, "whitespace": True}),
+    (["--chrf-eps-smoothing", "--chrf-char-order", "4"], {"eps_smoothing": True, "char_order": 4}),
+    (["--chrf-word-order", "1", "--lowercase"], {"word_order": 1, "lowercase": True}),
+])
+def test_chrf_options_are_sacrebleus(files, flags, options):
+    scores = scores_of("--hyp", files["hyp"], "--ref", files["ref"], "--metrics", "chrf,chrf++", *flags)
+    for name, word_order in (("chrf", options.get("word_order", 0)), ("chrf++", 2)):
+        chrf = CHRF(**{**options, "word_order": word_order})
+        expected = chrf.corpus_score(HYPOTHESES, [REFERENCES])
+        assert (scores[name]["score"], scores[name]["signature"]) == (expected.score, str(chrf.get_signature()))
+
+
+@pytest.mark.parametrize(("flags", "options"), [
+    (["--smooth", "floor", "--smooth-value", "0.3"], {"smooth_method": "floor", "smooth_value": 0.3}),
+    (["--smooth", "add-k", "--smooth-value", "2"], {"smooth_method": "add-k", "smooth_value": 2.0}),
+    (["--max-ngram-order", "2"], {"max_ngram_order": 2}),
+    (["--max-ngram-order", "5", "--smooth", "floor"], {"max_ngram_order": 5, "smooth_method": "floor"}),
+])
+def test_bleu_smoothing_value_and_order_are_sacrebleus(files, flags, options):
+    result = evaluate("--hyp", files["hyp"], "--ref", files["ref"], "--metrics", "bleu", *flags)
+    bleu = BLEU(**options)
+    assert result.stdout.splitlines() == [str(bleu.corpus_score(HYPOTHESES, [REFERENCES])),
+                                          f"  signature: {bleu.get_signature()}"]
+
+
+def test_mer_wil_and_wip_are_jiwers(files):
+    scores = scores_of("--hyp", files["hyp"], "--ref", files["ref"], "--metrics", "mer,wil,wip", "--sentence")
+    for name, measure in (("mer", jiwer.mer), ("wil", jiwer.wil), ("wip", jiwer.wip)):
+        assert scores[name]["score"] == measure(REFERENCES, HYPOTHESES)
+        assert scores[name]["sentences"] == [measure(reference, hypothesis)
+                                             for reference, hypothesis in zip(REFERENCES, HYPOTHESES)]
+
+
+MECAB_OR_CHAR = {lang: name if tokenizer_usable(name) else "char" for lang, name in (("ja", "ja-mecab"),
+                                                                                     ("ko", "ko-mecab"))}
+
+
+@pytest.mark.parametrize(("ref_name", "args", "tokenizer"), [
+    ("ref.txt", [], "13a"), ("test.de", [], "13a"), ("test.zh", [], "zh"), ("test.zh_CN", [], "zh"),
+    ("test.th", [], "char"), ("test.ja", [], MECAB_OR_CHAR["ja"]), ("test.ko", [], MECAB_OR_CHAR["ko"]),
+    ("ref.txt", ["--lang", "zh-TW"], "zh"), ("test.zh", ["--lang", "en"], "13a"),
+    ("test.zh", ["--tokenize", "intl"], "intl"), ("ref.txt", ["--lang", "th", "--tokenize", "none"], "none"),
+])
+def test_bleu_tokenizer_follows_the_target_language(tmp_path, ref_name, args, tokenizer):
+    hyp, ref = write(tmp_path / "hyp.txt", HYPOTHESES), write(tmp_path / ref_name, REFERENCES)
+    result = scores_of("--hyp", hyp, "--ref", ref, "--metrics", "bleu", *args)["bleu"]
+    bleu = BLEU(tokenize=tokenizer)
+    assert result["tokenize"] == tokenizer
+    assert result["score"] == bleu.corpus_score(HYPOTHESES, [REFERENCES]).score
+    assert result["signature"] == str(bleu.get_signature())
+
+
+@pytest.mark.parametrize(("path", "lang"), [
+    ("test.zh", "zh"), ("data/newstest2020.de_DE", "de_DE"), ("x.zh-Hant", "zh-Hant"), ("x.yue", "yue"),
+    ("ref.txt", None), ("ref.tsv", None), ("test.hyp", None), ("test.ref", None), ("test.gz", None),
+    ("reference", None), ("test.json", None), ("test.e", None), ("test.12", None),
+])
+def test_language_is_read_from_a_suffix_that_looks_like_a_code(path, lang):
+    assert language_of(path) == lang
+
+
+METRICS = ["bleu", "chrf", "chrf++", "ter", "wer", "cer", "mer", "wil", "wip", "edit"]
+
+
+def test_an_empty_line_among_several_references_is_an_empty_reference_as_in_sacrebleu(tmp_path):
+    """sacrebleu leaves out only None references; an empty line (its CLI's reading of a blank) stays an empty one."""
+    second = [*REFERENCES[:3], "", *REFERENCES[4:]]
+    refs = [write(tmp_path / "ref.txt", HYPOTHESES[::-1]), write(tmp_path / "ref2.txt", second)]
+    result = evaluate("--hyp", write(tmp_path / "hyp.txt", HYPOTHESES), "--ref", refs[0], "--ref", refs[1],
+                      "--metrics", ",".join(METRICS), "--json", "--sentence")
+    assert result.exit_code == 0 and "ref2.txt: 1 of 10 lines are empty (first: line 4)" in result.stderr
+    scores, streams = json.loads(result.stdout), [HYPOTHESES[::-1], second]
+    for name, metric in (("bleu", BLEU()), ("chrf", CHRF()), ("chrf++", CHRF(word_order=2)), ("ter", TER())):
+        assert scores[name]["score"] == metric.corpus_score(HYPOTHESES, streams).score
+        assert scores[name]["signature"].startswith("nrefs:2|")
+    assert scores["wer"]["score"] == jiwer.wer(HYPOTHESES[::-1], HYPOTHESES)  # the first reference
+    assert all(len(scores[name]["sentences"]) == len(HYPOTHESES) for name in METRICS)
+
+
+def test_a_missing_reference_through_the_api_is_a_one_line_error():
+    with pytest.raises(NmtkitError, match=r"reference 2 has no line 2 \(None\)"):
+        evaluate_lines(["a", "b"], [["a", "b"], ["a", None]], EvaluateConfig(device="cpu"))

@@ -7,6 +7,7 @@ import random
 
 import pytest
 import torch
+from devices import device_params
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from metrics_corpus import edge_corpus, random_corpus
@@ -18,12 +19,11 @@ from nmtkit.metrics.edit import (
     DeviceEdit,
     EditCosts,
     levenshtein,
-        strip_affix,
+    strip_affix,
     weighted_levenshtein,
 )
 from nmtkit.metrics.ngrams import Ragged, char_tokens, hash_words
 
-CPU = torch.device("cpu")
 UNIT = EditCosts()
 COSTS = [UNIT, EditCosts(1, 1, 2), EditCosts(2, 3, 4), EditCosts(3, 1, 1), EditCosts(1, 1, 0)]
 TEXT = st.text(alphabet="abcé日 ", max_size=14)
@@ -59,39 +59,44 @@ def rapidfuzz_counts(ref, hyp) -> tuple[int, int, int, int]:
     return counts["replace"], counts["delete"], counts["insert"], counts["equal"]
 
 
-def distances(refs, hyps, costs=UNIT, counts=False):
-    return levenshtein(char_tokens(refs, CPU), char_tokens(hyps, CPU), costs, counts=counts)
+def distances(refs, hyps, costs=UNIT, counts=False, device="cpu"):
+    device = torch.device(device)
+    return levenshtein(char_tokens(refs, device), char_tokens(hyps, device), costs, counts=counts)
 
 
+@pytest.mark.parametrize("device", device_params())
 @pytest.mark.parametrize("costs", COSTS)
-def test_distances_match_rapidfuzz(costs):
+def test_distances_match_rapidfuzz(costs, device):
     refs, hyps = random_pairs(seed=costs.substitution)
     weights = (costs.insertion, costs.deletion, costs.substitution)
     expected = [Levenshtein.distance(ref, hyp, weights=weights) for ref, hyp in zip(refs, hyps)]
-    assert distances(refs, hyps, costs).distance.tolist() == expected
-    assert distances(refs, hyps, costs, counts=True).distance.tolist() == expected
+    assert distances(refs, hyps, costs, device=device).distance.tolist() == expected
+    assert distances(refs, hyps, costs, counts=True, device=device).distance.tolist() == expected
 
 
-def test_token_distances_match_rapidfuzz():
+@pytest.mark.parametrize("device", device_params())
+def test_token_distances_match_rapidfuzz(device):
     hypotheses, (references,) = random_corpus(seed=2, lines=80)
-    refs, hyps = (Ragged.build(*hash_words(lines), CPU) for lines in (references, hypotheses))
+    refs, hyps = (Ragged.build(*hash_words(lines), torch.device(device)) for lines in (references, hypotheses))
     expected = [Levenshtein.distance(ref.split(), hyp.split()) for ref, hyp in zip(references, hypotheses)]
     assert levenshtein(refs, hyps).distance.tolist() == expected
 
 
+@pytest.mark.parametrize("device", device_params())
 @pytest.mark.parametrize("seed", [0, 1])
-def test_unit_cost_counts_follow_rapidfuzz_alignment(seed):
+def test_unit_cost_counts_follow_rapidfuzz_alignment(seed, device):
     refs, hyps = random_pairs(seed)
-    result = distances(refs, hyps, counts=True)
+    result = distances(refs, hyps, counts=True, device=device)
     ours = list(zip(result.substitutions.tolist(), result.deletions.tolist(), result.insertions.tolist(),
                     result.hits.tolist()))
     assert ours == [rapidfuzz_counts(ref, hyp) for ref, hyp in zip(refs, hyps)]
 
 
-def test_row_programme_and_bit_parallel_agree_on_unit_costs():
+@pytest.mark.parametrize("device", device_params())
+def test_row_programme_and_bit_parallel_agree_on_unit_costs(device):
     refs, hyps = random_pairs(seed=4)
-    ref_tokens, hyp_tokens = char_tokens(refs, CPU), char_tokens(hyps, CPU)
-    rows = torch.arange(len(refs))
+    ref_tokens, hyp_tokens = char_tokens(refs, torch.device(device)), char_tokens(hyps, torch.device(device))
+    rows = torch.arange(len(refs), device=device)
     pairs = strip_affix(ref_tokens.padded(rows), ref_tokens.lengths, hyp_tokens.padded(rows), hyp_tokens.lengths)[:4]
     distance, found = weighted_levenshtein(*pairs, EditCosts(), counts=True)
     bit_distance, columns = myers(*pairs, record=True)
@@ -99,10 +104,11 @@ def test_row_programme_and_bit_parallel_agree_on_unit_costs():
     assert torch.equal(found, trace_counts(*pairs, columns))
 
 
+@pytest.mark.parametrize("device", device_params())
 @pytest.mark.parametrize("costs", COSTS)
-def test_counts_add_up_for_any_costs(costs):
+def test_counts_add_up_for_any_costs(costs, device):
     refs, hyps = random_pairs(seed=6, count=120)
-    result = distances(refs, hyps, costs, counts=True)
+    result = distances(refs, hyps, costs, counts=True, device=device)
     weighted = (costs.substitution * result.substitutions + costs.deletion * result.deletions
                 + costs.insertion * result.insertions)
     assert torch.equal(weighted, result.distance)
@@ -110,12 +116,13 @@ def test_counts_add_up_for_any_costs(costs):
     assert (result.hits + result.substitutions + result.insertions).tolist() == [len(hyp) for hyp in hyps]
 
 
-def test_very_long_lines_and_edge_cases():
+@pytest.mark.parametrize("device", device_params())
+def test_very_long_lines_and_edge_cases(device):
     hypotheses, references = edge_corpus()
     rng = random.Random(3)
     references.append("".join(rng.choices("abcdefgh ", k=3000)))
     hypotheses.append("".join(char if rng.random() > 0.1 else rng.choice("xyz") for char in references[-1]))
-    result = distances(references, hypotheses, counts=True)
+    result = distances(references, hypotheses, counts=True, device=device)
     assert result.distance.tolist() == [Levenshtein.distance(ref, hyp) for ref, hyp in zip(references, hypotheses)]
     ours = list(zip(result.substitutions.tolist(), result.deletions.tolist(), result.insertions.tolist(),
                     result.hits.tolist()))
@@ -133,22 +140,25 @@ def test_distance_properties(triples, costs):
     assert (distances(first, third, costs).distance <= forward + distances(second, third, costs).distance).all()
 
 
-def test_edit_metric_reports_counts_over_words():
-    metric = DeviceEdit([["a b c d", "x y"]], CPU, EditCosts(1, 1, 2), characters=False)
+@pytest.mark.parametrize("device", device_params())
+def test_edit_metric_reports_counts_over_words(device):
+    metric = DeviceEdit([["a b c d", "x y"]], torch.device(device), EditCosts(1, 1, 2), characters=False)
     report = metric.report(metric.statistics(["a c d e", "x z"]))
     assert report["score"] == 4 and report["deletions"] == 2 and report["insertions"] == 2
     assert report["substitutions"] == 0 and report["hits"] == 4
 
 
+@pytest.mark.parametrize("device", device_params())
 @pytest.mark.parametrize("costs", [UNIT, EditCosts(1, 1, 2)])
-def test_chunks_of_lines_give_the_statistics_of_the_whole_corpus(costs):
+def test_chunks_of_lines_give_the_statistics_of_the_whole_corpus(costs, device):
     refs, hyps = random_pairs(seed=8, count=100)
-    whole = DeviceEdit([refs], CPU, costs).statistics(hyps)
+    device = torch.device(device)
+    whole = DeviceEdit([refs], device, costs).statistics(hyps)
     assert whole[:, 0].tolist() == [Levenshtein.distance(ref, hyp, weights=(costs.insertion, costs.deletion,
                                                                              costs.substitution))
                                     for ref, hyp in zip(refs, hyps)]
     for chunk in (1, 100, 1000):
-        assert torch.equal(DeviceEdit([refs], CPU, costs, chunk=chunk).statistics(hyps), whole)
+        assert torch.equal(DeviceEdit([refs], device, costs, chunk=chunk).statistics(hyps), whole)
 
 
 def test_bad_costs_are_user_errors():

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import torch
 from sacrebleu.metrics import BLEU
-from sacrebleu.metrics.bleu import BLEUScore
+from sacrebleu.metrics.bleu import MAX_NGRAM_ORDER, BLEUScore
 from torch import Tensor
 
 from nmtkit.errors import NmtkitError
@@ -54,6 +54,18 @@ def clipped_counts(hyp: Tensor, refs: list[Tensor], max_order: int) -> Tensor:
     return torch.stack(columns, dim=1)
 
 
+def check_options(smooth_method: str, smooth_value: float | None, max_ngram_order: int) -> None:
+    """Refuse, in one line, BLEU options that sacrebleu would reject with an assertion or a crash, or ignore."""
+    if smooth_method not in BLEU.SMOOTH_DEFAULTS:
+        raise NmtkitError(f"unknown BLEU smoothing {smooth_method!r}; choose from {', '.join(BLEU.SMOOTH_DEFAULTS)}")
+    if smooth_value is not None and BLEU.SMOOTH_DEFAULTS[smooth_method] is None:
+        raise NmtkitError(f"a smoothing value is for floor and add-k smoothing, not {smooth_method}")
+    if smooth_value is not None and smooth_value < 0:
+        raise NmtkitError(f"the BLEU smoothing value must not be negative, not {smooth_value}")
+    if max_ngram_order < 1:
+        raise NmtkitError(f"BLEU's maximum n-gram order must be at least 1, not {max_ngram_order}")
+
+
 class DeviceBLEU:
     """Corpus and sentence BLEU against fixed references; options, score and signature are sacrebleu's."""
 
@@ -61,17 +73,17 @@ class DeviceBLEU:
 
     def __init__(self, references: Sequence[Sequence[str]], device: torch.device, lowercase: bool = False,
                  tokenize: str | None = None, smooth_method: str = "exp", smooth_value: float | None = None,
-                 effective_order: bool = False, workers: int | None = None, budget: int | None = None):
-        if smooth_method not in BLEU.SMOOTH_DEFAULTS:
-            choices = ", ".join(BLEU.SMOOTH_DEFAULTS)
-            raise NmtkitError(f"unknown BLEU smoothing {smooth_method!r}; choose from {choices}")
+                 effective_order: bool = False, max_ngram_order: int = MAX_NGRAM_ORDER, workers: int | None = None,
+                 budget: int | None = None):
+        check_options(smooth_method, smooth_value, max_ngram_order)
         bleu_metric(tokenize, lowercase)  # an unknown tokenizer fails here, before any work
-        self.metric = BLEU(lowercase=lowercase, tokenize=tokenize, smooth_method=smooth_method,
-                           smooth_value=smooth_value, effective_order=effective_order)
+        options = {"lowercase": lowercase, "tokenize": tokenize, "smooth_method": smooth_method,
+                   "smooth_value": smooth_value, "max_ngram_order": max_ngram_order}
+        self.metric = BLEU(effective_order=effective_order, **options)
         self.metric.num_refs = len(references)  # sacrebleu sets this while caching references
-        self.sentence_metric = BLEU(lowercase=lowercase, tokenize=tokenize, smooth_method=smooth_method,
-                                    smooth_value=smooth_value, effective_order=True)
-        self.tokenize, self.device, self.workers = tokenize, device, workers
+        self.sentence_metric = BLEU(effective_order=True, **options)
+        self.tokenize = tokenize or BLEU.TOKENIZER_DEFAULT
+        self.device, self.workers = device, workers
         self.budget = budget or default_budget(device)
         self.references = references
         self.ref_slices: list[list[Ragged]] | None = None  # per slice, per reference: tokenized on first use
@@ -127,5 +139,5 @@ class DeviceBLEU:
 
     def report(self, stats: Tensor) -> dict:
         score = self.corpus(stats.sum(dim=0).tolist())
-        return {"score": score.score, "signature": self.signature(), "text": str(score),
+        return {"score": score.score, "signature": self.signature(), "text": str(score), "tokenize": self.tokenize,
                 "precisions": score.precisions, "bp": score.bp, "sys_len": score.sys_len, "ref_len": score.ref_len}

@@ -16,6 +16,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from nmtkit.metrics import corpus_totals
+
 DEFAULT_SAMPLES = 1000
 DEFAULT_SEED = 12345  # sacrebleu's default SACREBLEU_SEED
 DRAWS_PER_CHUNK = 1 << 24  # sentence draws held at once
@@ -42,19 +44,33 @@ class PairedBootstrap:
     p_value: float
 
 
-def draw_counts(sentences: int, samples: int, seed: int, device: torch.device) -> Iterator[Tensor]:
-    """How often each sentence is drawn in each resample, in chunks of resamples: (S_chunk, N) float64."""
+def draw_indices(sentences: int, samples: int, seed: int) -> Iterator[np.ndarray]:
+    """sacrebleu's resamples: the sentences each draws, in chunks of resamples: (S_chunk, N)."""
     rng = np.random.default_rng(seed)
     chunk = max(DRAWS_PER_CHUNK // max(sentences, 1), 1)
     for start in range(0, samples, chunk):
-        rows = min(chunk, samples - start)
-        draws = torch.from_numpy(rng.choice(sentences, size=(rows, sentences), replace=True)).to(device)
+        yield rng.choice(sentences, size=(min(chunk, samples - start), sentences), replace=True)
+
+
+def draw_counts(sentences: int, samples: int, seed: int, device: torch.device) -> Iterator[Tensor]:
+    """How often each sentence is drawn in each resample, in chunks of resamples: (S_chunk, N) float64."""
+    for chunk in draw_indices(sentences, samples, seed):
+        rows = len(chunk)
+        draws = torch.from_numpy(chunk).to(device)
         offsets = torch.arange(rows, device=device)[:, None] * sentences
         yield torch.bincount((draws + offsets).flatten(), minlength=rows * sentences).view(rows, sentences).double()
 
 
 def resampled_totals(stats: Tensor, samples: int, seed: int) -> np.ndarray:
-    """Summed statistics of each resample, float32 like sacrebleu's sums: (S, K); stats (N, K) on the device."""
+    """Summed statistics of each resample, float32 like sacrebleu's sums: (S, K); stats (N, K) on the device.
+
+    Integer statistics are summed exactly on the device as (draw counts) @ (statistics). Fractional ones (TER's)
+    would round differently, so they are summed as sacrebleu sums them: float32, one drawn sentence after another.
+    """
+    if stats.is_floating_point():
+        values = stats.cpu().numpy().astype(np.float32)
+        return np.stack([values[draw].sum(axis=0) for chunk in draw_indices(len(stats), samples, seed)
+                         for draw in chunk])
     values = stats.double()
     chunks = [counts @ values for counts in draw_counts(len(stats), samples, seed, stats.device)]
     return torch.cat(chunks).float().cpu().numpy()
@@ -70,8 +86,7 @@ def interval(scores: np.ndarray) -> Interval:
 def paired_bootstrap(system: Tensor, baseline: Tensor, score: Callable[[Sequence], float],
                      samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED) -> PairedBootstrap:
     """Compare per-sentence statistics (N, K) of a system and a baseline under the corpus formula `score`."""
-    system_score = score([int(value) for value in system.sum(dim=0)])
-    baseline_score = score([int(value) for value in baseline.sum(dim=0)])
+    system_score, baseline_score = score(corpus_totals(system)), score(corpus_totals(baseline))
     totals = resampled_totals(torch.cat([system, baseline], dim=1), samples, seed)  # (S, 2K)
     width = system.shape[1]
     system_scores = np.array([score(row[:width]) for row in totals])

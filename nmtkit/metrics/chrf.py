@@ -15,6 +15,7 @@ from sacrebleu.metrics import CHRF
 from sacrebleu.metrics.chrf import CHRFScore
 from torch import Tensor
 
+from nmtkit.errors import NmtkitError
 from nmtkit.metrics.ngrams import (
     Ragged,
     char_tokens,
@@ -78,12 +79,22 @@ def f_scores(stats: Tensor, beta: int, eps_smoothing: bool) -> Tensor:
     return torch.where(total != 0, 100 * ((1 + factor) * avg_prec * avg_rec / (factor * avg_prec + avg_rec)), 0.0)
 
 
+def check_options(char_order: int, word_order: int, beta: int) -> None:
+    """Refuse, in one line, chrF options for which sacrebleu's formula is undefined."""
+    if char_order < 1 or word_order < 0:
+        raise NmtkitError(f"chrF needs character n-gram order >= 1 and word order >= 0, not {char_order} and "
+                          f"{word_order}")
+    if beta < 0:
+        raise NmtkitError(f"chrF's beta must not be negative, not {beta}")
+
+
 class DeviceCHRF:
     """Corpus and sentence chrF / chrF++ against fixed references; options, score and signature are sacrebleu's."""
 
     def __init__(self, references: Sequence[Sequence[str]], device: torch.device, char_order: int = 6,
                  word_order: int = 0, beta: int = 2, lowercase: bool = False, whitespace: bool = False,
                  eps_smoothing: bool = False, budget: int | None = None, chunk: int | None = None):
+        check_options(char_order, word_order, beta)
         self.metric = CHRF(char_order=char_order, word_order=word_order, beta=beta, lowercase=lowercase,
                            whitespace=whitespace, eps_smoothing=eps_smoothing)
         self.metric.num_refs = len(references)  # sacrebleu sets this while caching references

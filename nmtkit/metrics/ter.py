@@ -1,0 +1,55 @@
+"""TER, the translation edit rate (Snover et al., 2006), exactly as sacrebleu computes it: sacrebleu's own `TER`.
+
+Unlike the other metrics, TER's per-sentence statistics are computed by sacrebleu itself, in Python on the CPU
+(its beam-searched shifts are not batched here): [edits against the closest reference, mean reference length].
+The mean length is fractional with several references, so the statistics are float64; corpus, sentence and
+bootstrap scores are sacrebleu's formula over their sums, as for every `Metric`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from sacrebleu.metrics import TER
+from sacrebleu.metrics.ter import TERScore
+from torch import Tensor
+
+from nmtkit.errors import NmtkitError
+from nmtkit.metrics import corpus_totals
+
+
+class SacrebleuTER:
+    """Corpus and sentence TER against fixed references; options, statistics, score and signature are sacrebleu's."""
+
+    name = "ter"
+
+    def __init__(self, references: Sequence[Sequence[str]], normalized: bool = False, no_punct: bool = False,
+                 asian_support: bool = False, case_sensitive: bool = False):
+        self.metric = TER(normalized=normalized, no_punct=no_punct, asian_support=asian_support,
+                          case_sensitive=case_sensitive, references=references)  # tokenizes the references once
+        self.lines = len(references[0])
+
+    def statistics(self, hypotheses: Sequence[str]) -> Tensor:
+        """sacrebleu's [edits, mean reference length] per sentence: (N, 2) float64."""
+        if len(hypotheses) != self.lines:
+            raise NmtkitError(f"{len(hypotheses)} hypotheses for {self.lines} references")
+        return torch.tensor(self.metric._extract_corpus_statistics(hypotheses, None), dtype=torch.float64)
+
+    def corpus(self, totals: Sequence) -> TERScore:
+        """sacrebleu's score object for summed statistics (floats, or float32 sums as in its bootstrap)."""
+        return self.metric._compute_score_from_stats(totals)
+
+    def score(self, totals: Sequence) -> float:
+        return self.corpus(totals).score
+
+    def sentence_scores(self, stats: Tensor) -> list[float]:
+        return [self.score(row) for row in stats.tolist()]
+
+    def signature(self) -> str:
+        return str(self.metric.get_signature())
+
+    def report(self, stats: Tensor) -> dict:
+        score = self.corpus(corpus_totals(stats))
+        return {"score": score.score, "signature": self.signature(), "text": str(score), "num_edits": score.num_edits,
+                "ref_length": score.ref_length}
