@@ -41,11 +41,10 @@ def native_bf16(device: torch.device) -> bool:
     return device.type == "cpu" and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
-def autocast_dtype(amp: str, device: torch.device) -> torch.dtype | None:
-    """Resolve the `train.amp` setting: none, bf16, fp16, or auto (bf16 where native); None means float32."""
-    if amp == "bf16" or (amp == "auto" and native_bf16(device)):
-        return torch.bfloat16
-    return torch.float16 if amp == "fp16" else None
+def autocast_dtype(amp: str) -> torch.dtype | None:
+    """The autocast dtype of a `train.amp` setting that names one (none, bf16, fp16); None means float32. `auto` is
+    measured on the model (`nmtkit.precision`)."""
+    return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(amp)
 
 
 class StopSignals:

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import sacrebleu
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
@@ -37,75 +36,18 @@ from nmtkit.config import Config, DecodeConfig, save_yaml
 from nmtkit.data.corpus import read_lines
 from nmtkit.data.dataset import Batch, ParallelData
 from nmtkit.data.prepare import load_subwords, read_manifest
-from nmtkit.data.subword import PAD
 from nmtkit.distributed import World, init_world, leave_world
 from nmtkit.errors import NmtkitError
 from nmtkit.metrics.tokenize import default_tokenizer
 from nmtkit.modules.checkpointing import checkpoint_activations
+from nmtkit.objectives import TrainingForward, label_smoothed_nll
+from nmtkit.precision import auto_candidates, describe, dtype_name, fastest, time_precisions
 from nmtkit.registry import build_model
 from nmtkit.runtime import StopSignals, autocast_dtype, set_threads
+from nmtkit.schedule import inverse_sqrt
 from nmtkit.translate import Translator
 
 log = logging.getLogger(__name__)
-
-
-def label_smoothed_nll(logits: Tensor, target: Tensor, epsilon: float) -> tuple[Tensor, Tensor]:
-    """Summed label-smoothed loss and summed NLL (no gradient) over non-PAD targets.
-
-    The smoothed target puts 1 - epsilon on the reference and spreads epsilon uniformly over the whole
-    vocabulary (Szegedy et al. 2016, Section 7), which is what `F.cross_entropy(label_smoothing=...)` computes
-    with a fused backward pass.
-    """
-    logits, target = logits.reshape(-1, logits.size(-1)).float(), target.reshape(-1)
-    loss = F.cross_entropy(logits, target, ignore_index=PAD, label_smoothing=epsilon, reduction="sum")
-    if epsilon == 0.0:
-        return loss, loss.detach()
-    with torch.no_grad():
-        nll = F.cross_entropy(logits, target, ignore_index=PAD, reduction="sum")
-    return loss, nll
-
-
-def scheduled_sampling_log_probs(model, src: Tensor, src_mask: Tensor, tgt_in: Tensor,
-                                 probability: float) -> Tensor:
-    """Log-probs (B, T, V) of a decoder unrolled with `step`, where each input after BOS is, with `probability`,
-    a token sampled from the model's own previous distribution instead of the reference (Bengio et al. 2015,
-    Section 2.4). Works for every model through the one step interface; padding inputs stay padding."""
-    memory = model.encode(src, src_mask)
-    state = model.init_state(memory)
-    prev, outputs = tgt_in[:, 0], []
-    for t in range(tgt_in.size(1)):
-        log_probs, state, _ = model.step(prev, state, memory)  # (B, V)
-        outputs.append(log_probs)
-        if t + 1 < tgt_in.size(1):
-            gold = tgt_in[:, t + 1]
-            sampled = torch.multinomial(log_probs.detach().exp(), 1).squeeze(1)
-            use_model = (torch.rand(gold.shape, device=gold.device) < probability) & (gold != PAD)
-            prev = torch.where(use_model, sampled, gold)
-    return torch.stack(outputs, dim=1)
-
-
-def inverse_sqrt(warmup: int):
-    """lr factor: linear warmup to 1 over `warmup` steps, then sqrt(warmup / step) (Vaswani et al. 2017, Eq. 3)."""
-
-    def factor(step: int) -> float:
-        step = max(step, 1)
-        return min(step / warmup, math.sqrt(warmup / step)) if warmup > 0 else 1.0 / math.sqrt(step)
-
-    return factor
-
-
-class TrainingForward(nn.Module):
-    """The training-time forward pass as one module, so that DDP and torch.compile wrap it whole: teacher forcing,
-    or scheduled sampling when `probability` > 0. Returns logits (B, T, V)."""
-
-    def __init__(self, model: nn.Module):
-        super().__init__()
-        self.model = model
-
-    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor, probability: float = 0.0) -> Tensor:
-        if probability > 0:  # log-probs are valid logits: log_softmax leaves them unchanged
-            return scheduled_sampling_log_probs(self.model, src, src_mask, tgt_in, probability)
-        return self.model(src, src_mask, tgt_in)[0]
 
 
 def check_train_config(train) -> None:
@@ -135,6 +77,7 @@ class Progress:
     train_seconds: float = 0.0
     nonfinite_in_row: int = 0
     skipped_updates: int = 0
+    precision: str = ""  # what train.amp=auto chose, kept for the rest of the run (resumed runs included)
 
 
 def new_window() -> dict:
@@ -152,7 +95,7 @@ class Trainer:
         self.world = world or init_world(train.device)
         self.device = self.world.device
         self.threads = set_threads(train.threads)
-        self.precision = autocast_dtype(train.amp, self.device)
+        self.precision = None if train.amp == "auto" else autocast_dtype(train.amp)  # auto: measured
         torch.manual_seed(train.seed)
         manifest = read_manifest(data_dir)
         self.langs = (manifest.get("src_lang"), manifest.get("tgt_lang"))
@@ -260,6 +203,43 @@ class Trainer:
         else:
             log.warning("last.pt holds the random state of %d processes; process %d starts a fresh one",
                         len(states), self.world.rank)
+
+    # ---------------------------------------------------------------- precision
+    def settle_precision(self) -> None:
+        """With train.amp=auto, the precision this run measured before (when resumed), or the faster one of
+        float32 and bf16 on two real training batches (rank 0 measures, every process follows)."""
+        if self.config.train.amp != "auto":
+            return
+        if not self.progress.precision:
+            chosen = self._measure_precision() if self.world.is_main else None
+            use_bf16 = self.world.main_decides(chosen is torch.bfloat16)
+            self.progress.precision = dtype_name(torch.bfloat16 if use_bf16 else None)
+        self.precision = None if self.progress.precision == "float32" else getattr(torch, self.progress.precision)
+
+    def _measure_precision(self) -> torch.dtype | None:
+        candidates = auto_candidates(self.device)
+        if len(candidates) == 1:
+            log.info("train.amp=auto: float32 (%s has no bf16 kernels)", self.device)
+            return None
+        batches = [self.train_data.batch(indices).to(self.device)
+                   for indices in self.train_data.epoch_batches(self.config.train.batch_tokens, 0, 0)[:2]]
+        saved = rng_state(self.device)  # dropout masks drawn here must not change the run
+        try:
+            timings = time_precisions(lambda dtype: self._trial_step(batches, dtype), candidates, self.device)
+        finally:
+            set_rng_state(saved, self.device)
+        chosen = fastest(timings)
+        log.info("train.amp=auto: %s (forward and backward of two batches: %s)", dtype_name(chosen),
+                 describe(timings))
+        return chosen
+
+    def _trial_step(self, batches: list[Batch], dtype: torch.dtype | None) -> None:
+        self.model.train()
+        for batch in batches:
+            with torch.autocast(self.device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None):
+                logits = self.model(batch.src, batch.src_mask, batch.tgt_in)[0]
+            label_smoothed_nll(logits, batch.tgt_out, self.config.train.label_smoothing)[0].backward()
+        self.model.zero_grad(set_to_none=True)
 
     # ---------------------------------------------------------------- one update
     def sampling_probability(self) -> float:
@@ -572,6 +552,7 @@ def train(config: Config, data_dir: Path, out_dir: Path, resume: bool = False, q
         trainer = Trainer(config, data_dir, out_dir, quiet, world)
         if resume and (out_dir / "last.pt").exists():
             trainer.resume()
+        trainer.settle_precision()
         if world.is_main:
             save_yaml(config, out_dir / "config.yaml")
         log.info("model %s: %d parameters on %s (%d process(es), %d threads, %s); validation BLEU tokenizer %s",

@@ -16,7 +16,7 @@ from nmtkit.checkpoint import LoadedModel
 from nmtkit.config import DecodeConfig
 from nmtkit.data.dataset import encode_sources
 from nmtkit.errors import NmtkitError
-from nmtkit.runtime import native_bf16
+from nmtkit.precision import decoding_timings, describe, dtype_name, fastest
 from nmtkit.search import (
     Hypothesis,
     LengthPenalty,
@@ -41,16 +41,25 @@ def length_batches(lengths: list[int], max_tokens: int) -> list[list[int]]:
     return [batch for batch in batches if batch]
 
 
+def advise_on_precision(loaded: LoadedModel, dtype: torch.dtype, device: torch.device) -> None:
+    """Warn when a CPU runs this model's decoding no faster in `dtype` than in float32 (measured, not read from the
+    CPU flags: some CPUs that list AVX512-BF16 run bf16 matrix products slower than float32)."""
+    timings = decoding_timings(loaded.model, loaded.src_subword.vocab_size, dtype, device)
+    if fastest(timings) is None:
+        log.warning("%s is no faster than float32 on this CPU for this model (measured: %s): translating in float32 "
+                    "(without --bf16/--fp16) will be as fast or faster", dtype_name(dtype), describe(timings))
+    else:
+        log.info("%s measured faster than float32 here: %s", dtype_name(dtype), describe(timings))
+
+
 class Translator:
     """A loaded model plus decoding settings; translates lists of lines."""
 
     def __init__(self, loaded: LoadedModel, decode: DecodeConfig, device: torch.device):
         self.loaded, self.decode, self.device = loaded, decode, device
+        if device.type == "cpu" and decode.dtype != "float32":
+            advise_on_precision(loaded, getattr(torch, decode.dtype), device)
         loaded.model.to(getattr(torch, decode.dtype))
-        native = decode.dtype == "bfloat16" and native_bf16(device)
-        if device.type == "cpu" and decode.dtype != "float32" and not native:
-            log.warning("%s is not computed natively by this CPU (bfloat16 needs AVX512-BF16 or AMX): translating "
-                        "will be slower than in float32", decode.dtype)
         self.max_source = (loaded.model.max_length() or 1024) - 1  # EOS takes a position
         generator = torch.Generator(device).manual_seed(decode.seed)
         self.sampler = Sampler(decode.temperature, decode.top_k, decode.top_p, generator)

@@ -13,7 +13,9 @@ from training_runs import copy_task
 from nmtkit.config import build_config
 from nmtkit.data.subword import PAD
 from nmtkit.errors import NmtkitError
-from nmtkit.training import Trainer, inverse_sqrt, label_smoothed_nll, scheduled_sampling_log_probs
+from nmtkit.objectives import label_smoothed_nll, scheduled_sampling_log_probs
+from nmtkit.schedule import inverse_sqrt
+from nmtkit.training import Trainer
 from nmtkit.translate import Translator
 
 

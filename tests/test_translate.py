@@ -11,6 +11,7 @@ import torch
 from nmtkit.checkpoint import LoadedModel
 from nmtkit.config import DataConfig, DecodeConfig, build_config
 from nmtkit.data.subword import train_subword
+from nmtkit.precision import decoding_timings
 from nmtkit.registry import build_model
 from nmtkit.translate import Translator, format_hypotheses, length_batches, translate_stream
 
@@ -52,13 +53,23 @@ def test_overlong_lines_are_truncated_with_a_warning(loaded: LoadedModel, caplog
     assert "line 1: 100 subwords, truncated to 39" in caplog.text
 
 
-@pytest.mark.parametrize("native", [True, False])
-def test_bfloat16_warns_where_the_cpu_only_emulates_it(loaded: LoadedModel, monkeypatch, caplog, native: bool):
-    monkeypatch.setattr("nmtkit.translate.native_bf16", lambda device: native)
+@pytest.mark.parametrize("bf16_seconds", [0.5, 0.99, 2.0])
+def test_bfloat16_warns_where_this_cpu_measures_it_no_faster(loaded: LoadedModel, monkeypatch, caplog, bf16_seconds):
+    monkeypatch.setattr("nmtkit.precision.time_precisions",
+                        lambda run, candidates, device: (run(None), run(torch.bfloat16),
+                                                         {None: 1.0, torch.bfloat16: bf16_seconds})[-1])
     translator = Translator(copy.deepcopy(loaded), DecodeConfig(dtype="bfloat16", max_len_b=3), torch.device("cpu"))
-    assert ("slower than in float32" in caplog.text) == (not native)
+    assert ("no faster than float32" in caplog.text) == (bf16_seconds > 0.95)
+    assert next(translator.loaded.model.parameters()).dtype is torch.bfloat16
     lines = shuffled_lines(6, seed=5)
     assert len(translator.translate(lines)) == len(lines)
+
+
+def test_measuring_bfloat16_leaves_the_float32_weights_alone(loaded: LoadedModel):
+    model = copy.deepcopy(loaded.model)
+    before = {name: value.clone() for name, value in model.state_dict().items()}
+    decoding_timings(model, loaded.src_subword.vocab_size, torch.bfloat16, torch.device("cpu"), rows=4)
+    assert all(torch.equal(before[name], value) for name, value in model.state_dict().items())
 
 
 def test_length_batches_cover_every_index_within_budget():

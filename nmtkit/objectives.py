@@ -1,0 +1,59 @@
+"""What training optimises: the label-smoothed loss, and the training-time forward pass (teacher forcing, or
+scheduled sampling through the one `step` interface) as one module that DDP and torch.compile can wrap."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from nmtkit.data.subword import PAD
+
+
+def label_smoothed_nll(logits: Tensor, target: Tensor, epsilon: float) -> tuple[Tensor, Tensor]:
+    """Summed label-smoothed loss and summed NLL (no gradient) over non-PAD targets.
+
+    The smoothed target puts 1 - epsilon on the reference and spreads epsilon uniformly over the whole
+    vocabulary (Szegedy et al. 2016, Section 7), which is what `F.cross_entropy(label_smoothing=...)` computes
+    with a fused backward pass.
+    """
+    logits, target = logits.reshape(-1, logits.size(-1)).float(), target.reshape(-1)
+    loss = F.cross_entropy(logits, target, ignore_index=PAD, label_smoothing=epsilon, reduction="sum")
+    if epsilon == 0.0:
+        return loss, loss.detach()
+    with torch.no_grad():
+        nll = F.cross_entropy(logits, target, ignore_index=PAD, reduction="sum")
+    return loss, nll
+
+
+def scheduled_sampling_log_probs(model, src: Tensor, src_mask: Tensor, tgt_in: Tensor,
+                                 probability: float) -> Tensor:
+    """Log-probs (B, T, V) of a decoder unrolled with `step`, where each input after BOS is, with `probability`,
+    a token sampled from the model's own previous distribution instead of the reference (Bengio et al. 2015,
+    Section 2.4). Works for every model through the one step interface; padding inputs stay padding."""
+    memory = model.encode(src, src_mask)
+    state = model.init_state(memory)
+    prev, outputs = tgt_in[:, 0], []
+    for t in range(tgt_in.size(1)):
+        log_probs, state, _ = model.step(prev, state, memory)  # (B, V)
+        outputs.append(log_probs)
+        if t + 1 < tgt_in.size(1):
+            gold = tgt_in[:, t + 1]
+            sampled = torch.multinomial(log_probs.detach().exp(), 1).squeeze(1)
+            use_model = (torch.rand(gold.shape, device=gold.device) < probability) & (gold != PAD)
+            prev = torch.where(use_model, sampled, gold)
+    return torch.stack(outputs, dim=1)
+
+
+class TrainingForward(nn.Module):
+    """The training-time forward pass as one module, so that DDP and torch.compile wrap it whole: teacher forcing,
+    or scheduled sampling when `probability` > 0. Returns logits (B, T, V)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor, probability: float = 0.0) -> Tensor:
+        if probability > 0:  # log-probs are valid logits: log_softmax leaves them unchanged
+            return scheduled_sampling_log_probs(self.model, src, src_mask, tgt_in, probability)
+        return self.model(src, src_mask, tgt_in)[0]
