@@ -3,8 +3,8 @@
 #   LANG_DIR=ja bash recipes/messages/run.sh    extract, prepare, train, translate the test set, score, roundtrip
 # Env: LANG_DIR (zh_CN: a directory of LOCALE_DIR, default /usr/share/locale), CODE (LANG_DIR before _ or @),
 #      MAX_TIME (10m), THREADS (0 = all cores), DATA (data/messages/en-$CODE), OUT (runs/messages/en-$CODE),
-#      TOKENIZE (BLEU tokenizer: zh for Chinese; char for Japanese, Korean and Thai, written without spaces between
-#      words; else 13a). Every step is skipped when its output exists, and training resumes from last.pt, so
+#      TOKENIZE (BLEU tokenizer; default: nmtkit evaluate's for the language, e.g. zh, ja-mecab, char for Thai).
+#      Every step is skipped when its output exists, and training resumes from last.pt, so
 #      running it twice is safe.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -14,12 +14,8 @@ data=${DATA:-data/messages/en-$code}
 out=${OUT:-runs/messages/en-$code}
 threads=${THREADS:-0}
 prepared=$data/prepared
-case $code in
-  zh) default_tokenize=zh ;;
-  ja | ko | th) default_tokenize=char ;;
-  *) default_tokenize=13a ;;
-esac
-tokenize=${TOKENIZE:-$default_tokenize}
+tokenize=()
+[ -n "${TOKENIZE:-}" ] && tokenize=(--tokenize "$TOKENIZE")
 
 # stats.json is written last: without it the extraction did not finish
 [ -f "$data/stats.json" ] || python "$here/extract.py" --lang "$lang_dir" --code "$code" --out "$data" \
@@ -40,6 +36,6 @@ if [ ! "$out/test.hyp" -nt "$out/model.pt" ]; then
   nmtkit translate -m "$out/model.pt" --threads "$threads" --input "$data/test.en" > "$out/test.hyp.partial"
   mv "$out/test.hyp.partial" "$out/test.hyp"
 fi
-nmtkit evaluate --hyp "$out/test.hyp" --ref "$data/test.$code" --tokenize "$tokenize" --json | tee "$out/test.json"
+nmtkit evaluate --hyp "$out/test.hyp" --ref "$data/test.$code" --lang "$code" "${tokenize[@]}" --json | tee "$out/test.json"
 # does the subword model give the raw references back byte for byte?
 python "$here/roundtrip.py" --data "$prepared" --ref "$data/test.$code" --side tgt | tee "$out/roundtrip.json"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sequence reversal end to end through the CLI: make data -> prepare -> train -> translate -> evaluate.
 # Env: MODEL (default transformer), CONFIG (recipes/reverse/$MODEL.yaml if it exists, else config.yaml, the
-# Transformer's), OUT (default runs/reverse/$MODEL). Each model trains in about a minute or less on a CPU.
+# Transformer's), DATA (default data/reverse), OUT (default runs/reverse/$MODEL). Each model trains in about a
+# minute or less on a CPU. Safe to run again, with the same or another MODEL: the data (the same every time) is
+# prepared once, and the model's run directory is trained anew.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 model=${MODEL:-transformer}
@@ -10,7 +12,7 @@ out=${OUT:-runs/reverse/$model}
 config=${CONFIG:-$here/$model.yaml}
 [ -f "$config" ] || config=$here/config.yaml
 python "$here/make_data.py" --out "$data/raw"
-nmtkit -q prepare --subword word --vocab-size 100 --out "$data/prepared" \
+[ -f "$data/prepared/manifest.json" ] || nmtkit -q prepare --subword word --vocab-size 100 --out "$data/prepared" \
   --train-src "$data/raw/train.src" --train-tgt "$data/raw/train.tgt" \
   --dev-src "$data/raw/dev.src" --dev-tgt "$data/raw/dev.tgt" \
   --test-src "$data/raw/test.src" --test-tgt "$data/raw/test.tgt" > /dev/null
