@@ -273,8 +273,11 @@ def test_roundtrip_reports_lines_and_changes(tmp_path, capsys):
     data_dir = copy_task(tmp_path)
     ref = tmp_path / "ref.txt"
     ref.write_text("a b c\nh g f e\n  a  b\n\u4e2d\u6587\n", encoding="utf-8")
-    assert roundtrip.main(["--data", str(data_dir), "--ref", str(ref), "--ref", str(ref), "--side", "tgt"]) == 0
+    assert roundtrip.main(["--data", str(data_dir), "--ref", str(ref), "--ref", str(ref), "--side", "tgt",
+                           "--output", str(tmp_path / "decoded.txt")]) == 0
     report = json.loads(capsys.readouterr().out)
+    decoded = (tmp_path / "decoded.txt").read_text(encoding="utf-8").splitlines()
+    assert len(decoded) == 8 and decoded[0] == "a b c"
     assert set(report) == {"data", "side", "lines", "changed", "changed_beyond_whitespace", "examples"}
     assert report["lines"] == 8 and report["side"] == "tgt"
     assert 0 <= report["changed_beyond_whitespace"] <= report["changed"] <= report["lines"]
@@ -332,10 +335,10 @@ def test_recipe_runs_every_step_once_and_resumes(tmp_path):
     write_catalog(tmp_path / "locale", "app.mo", numbered_pairs(40) + TEXT_PAIRS)
     done, calls = run_recipe(tmp_path)
     assert done.returncode == 0, done.stderr
-    assert calls == ["prepare", "train", "translate", "evaluate"]
+    assert calls == ["prepare", "train", "translate", "evaluate", "evaluate"]
     assert (tmp_path / "run" / "test.hyp").read_bytes() == (tmp_path / "data" / "test.en").read_bytes() != b""
     stats = (tmp_path / "data" / "stats.json").stat().st_mtime_ns
     done, calls = run_recipe(tmp_path)
     assert done.returncode == 0, done.stderr
-    assert calls == ["train --resume", "evaluate"]
+    assert calls == ["train --resume", "evaluate", "evaluate"]
     assert (tmp_path / "data" / "stats.json").stat().st_mtime_ns == stats

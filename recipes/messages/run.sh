@@ -37,5 +37,8 @@ if [ ! "$out/test.hyp" -nt "$out/model.pt" ]; then
   mv "$out/test.hyp.partial" "$out/test.hyp"
 fi
 nmtkit evaluate --hyp "$out/test.hyp" --ref "$data/test.$code" --lang "$code" "${tokenize[@]}" --json | tee "$out/test.json"
-# does the subword model give the raw references back byte for byte?
-python "$here/roundtrip.py" --data "$prepared" --ref "$data/test.$code" --side tgt | tee "$out/roundtrip.json"
+# does the subword model give the raw references back byte for byte? (and their BLEU as a "translation": 100)
+python "$here/roundtrip.py" --data "$prepared" --ref "$data/test.$code" --side tgt --output "$out/roundtrip.txt" \
+  | tee "$out/roundtrip.json"
+nmtkit evaluate --hyp "$out/roundtrip.txt" --ref "$data/test.$code" --lang "$code" "${tokenize[@]}" --json \
+  > "$out/roundtrip.scores.json"
