@@ -7,8 +7,9 @@ import torch.nn.functional as F
 from torch import Tensor
 
 
-def assert_step_matches_forward(model, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> tuple[Tensor | None, dict]:
-    """Running `step` once per target position reproduces `forward`'s log-probs and attention (to 1e-5).
+def assert_step_matches_forward(model, src: Tensor, src_mask: Tensor, tgt_in: Tensor,
+                                atol: float = 1e-5) -> tuple[Tensor | None, dict]:
+    """Running `step` once per target position reproduces `forward`'s log-probs and attention (to `atol`).
     Returns forward's attention (None for a model without) and the state after the last step."""
     with torch.no_grad():
         logits, attention = model(src, src_mask, tgt_in, need_attention=True)
@@ -18,9 +19,9 @@ def assert_step_matches_forward(model, src: Tensor, src_mask: Tensor, tgt_in: Te
         for t in range(tgt_in.size(1)):
             log_probs, state, step_attention = model.step(tgt_in[:, t], state, memory)
             assert log_probs.dtype == torch.float32
-            torch.testing.assert_close(log_probs, expected[:, t], rtol=0, atol=1e-5)
+            torch.testing.assert_close(log_probs, expected[:, t], rtol=0, atol=atol)
             if attention is None:
                 assert step_attention is None
             else:
-                torch.testing.assert_close(step_attention, attention[:, t], rtol=0, atol=1e-5)
+                torch.testing.assert_close(step_attention.float(), attention[:, t].float(), rtol=0, atol=atol)
     return attention, state

@@ -10,6 +10,7 @@ import random
 import pytest
 import torch
 import torch.nn.functional as F
+from devices import device_params, half_dtypes
 from model_checks import assert_step_matches_forward
 
 import nmtkit.models  # noqa: F401  (registers the built-in models)
@@ -32,10 +33,15 @@ def config_for(name: str, **values):
     return config_cls(**{key: value for key, value in values.items() if key in fields})
 
 
-def make_model(name: str, seed: int = 0, **values):
+def make_model(name: str, seed: int = 0, device: str = "cpu", **values):
     torch.manual_seed(seed)
     config = config_for(name, **{**TINY, "dropout": 0.1, "tie_output": False, **values})
-    return build_model(config, VOCAB, VOCAB, True).eval()
+    return build_model(config, VOCAB, VOCAB, True).to(device).eval()
+
+
+def encoded(sources: list[list[int]], device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    src, src_mask = encode_sources(sources)
+    return src.to(device), src_mask.to(device)
 
 
 def target_inputs(targets: list[list[int]]) -> torch.Tensor:
@@ -50,11 +56,12 @@ def test_every_architecture_of_the_issue_is_registered():
     assert {"seq2seq", "bahdanau", "luong", "convs2s", "transformer", "gnmt"} <= set(NAMES)
 
 
+@pytest.mark.parametrize("device", device_params())
 @pytest.mark.parametrize("name", NAMES)
-def test_forward_shapes_and_attention(name):
-    model = make_model(name)
-    src, src_mask = encode_sources(SOURCES)  # (3, 7)
-    tgt_in = target_inputs(TARGETS)  # (3, 8)
+def test_forward_shapes_and_attention(name, device):
+    model = make_model(name, device=device)
+    src, src_mask = encoded(SOURCES, device)  # (3, 7)
+    tgt_in = target_inputs(TARGETS).to(device)  # (3, 8)
     logits, attention = model(src, src_mask, tgt_in, need_attention=True)
     assert logits.shape == (3, 8, VOCAB)
     assert torch.isfinite(logits).all()
@@ -64,22 +71,41 @@ def test_forward_shapes_and_attention(name):
         assert torch.all(attention.sum(-1) <= 1 + 1e-5)
 
 
+@pytest.mark.parametrize("device", device_params())
 @pytest.mark.parametrize("name", NAMES)
-def test_step_reproduces_forward(name):
-    model = make_model(name)
-    src, src_mask = encode_sources(SOURCES)
-    tgt_in = target_inputs(TARGETS)
-    assert_step_matches_forward(model, src, src_mask, tgt_in)
+def test_step_reproduces_forward(name, device):
+    model = make_model(name, device=device)
+    src, src_mask = encoded(SOURCES, device)
+    assert_step_matches_forward(model, src, src_mask, target_inputs(TARGETS).to(device))
 
 
+HALF = [pytest.param(device, dtype, id=f"{device}-{str(dtype).removeprefix('torch.')}")
+        for device in ("cuda",) if torch.cuda.is_available() for dtype in half_dtypes(device)]
+
+
+@pytest.mark.skipif(not HALF, reason="half-precision decoding is tested where a GPU is present")
+@pytest.mark.parametrize("device, dtype", HALF)
 @pytest.mark.parametrize("name", NAMES)
-def test_padding_does_not_change_a_sentence(name):
-    model = make_model(name)
+def test_half_precision_decoding_follows_its_own_forward_pass(name, device, dtype):
+    """On a GPU, in float16/bfloat16: step stays close to forward, and beam 1 is greedy (no test without a GPU)."""
+    model = make_model(name, device=device).to(dtype)
+    src, src_mask = encoded(SOURCES, device)
+    assert_step_matches_forward(model, src, src_mask, target_inputs(TARGETS).to(device), atol=0.1)
+    max_len = max_lengths(src_mask, 1.5, 2)
+    greedy = greedy_search(model, src, src_mask, max_len)
+    beams = beam_search(model, src, src_mask, max_len, beam_size=1)
+    assert [beam[0].tokens for beam in beams] == [hyp.tokens for hyp in greedy]
+
+
+@pytest.mark.parametrize("device", device_params())
+@pytest.mark.parametrize("name", NAMES)
+def test_padding_does_not_change_a_sentence(name, device):
+    model = make_model(name, device=device)
     short_src, long_src = [4, 5, 6], [7, 8, 9, 10, 11, 4, 5]
     short_tgt, long_tgt = [9, 10, 4], [5, 6, 7, 8, 9, 10, 11]
     with torch.no_grad():
-        alone, _ = model(*encode_sources([short_src]), target_inputs([short_tgt]))
-        batch, _ = model(*encode_sources([long_src, short_src]), target_inputs([long_tgt, short_tgt]))
+        alone, _ = model(*encoded([short_src], device), target_inputs([short_tgt]).to(device))
+        batch, _ = model(*encoded([long_src, short_src], device), target_inputs([long_tgt, short_tgt]).to(device))
     torch.testing.assert_close(batch[1, : len(short_tgt) + 1], alone[0], rtol=0, atol=1e-5)
 
 
@@ -94,23 +120,25 @@ def test_dropout_is_active_in_training_only(name):
         assert not torch.equal(model(src, src_mask, tgt_in)[0], model(src, src_mask, tgt_in)[0])
 
 
+@pytest.mark.parametrize("device", device_params())
 @pytest.mark.parametrize("name", NAMES)
-def test_batched_beam_search_equals_one_sentence_at_a_time(name):
-    model = make_model(name, seed=1)
-    src, src_mask = encode_sources(SOURCES)
+def test_batched_beam_search_equals_one_sentence_at_a_time(name, device):
+    model = make_model(name, seed=1, device=device)
+    src, src_mask = encoded(SOURCES, device)
     max_len = max_lengths(src_mask, 1.0, 3)
     beams = beam_search(model, src, src_mask, max_len, beam_size=3)
     for index, sentence in enumerate(SOURCES):
-        one_src, one_mask = encode_sources([sentence])
+        one_src, one_mask = encoded([sentence], device)
         [one_beams] = beam_search(model, one_src, one_mask, max_lengths(one_mask, 1.0, 3), beam_size=3)
         assert [hyp.tokens for hyp in beams[index]] == [hyp.tokens for hyp in one_beams]
         assert [hyp.score for hyp in beams[index]] == pytest.approx([hyp.score for hyp in one_beams], abs=1e-4)
 
 
+@pytest.mark.parametrize("device", device_params())
 @pytest.mark.parametrize("name", NAMES)
-def test_beam_size_one_equals_greedy(name):
-    model = make_model(name, seed=2)
-    src, src_mask = encode_sources(SOURCES)
+def test_beam_size_one_equals_greedy(name, device):
+    model = make_model(name, seed=2, device=device)
+    src, src_mask = encoded(SOURCES, device)
     max_len = max_lengths(src_mask, 1.5, 2)
     greedy = greedy_search(model, src, src_mask, max_len)
     beams = beam_search(model, src, src_mask, max_len, beam_size=1)

@@ -9,6 +9,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from devices import DEVICES
 from torch import Tensor
 
 from nmtkit.data.dataset import encode_sources
@@ -263,10 +264,10 @@ def test_max_lengths():
 
 def rescore(model: EncoderDecoder, src: Tensor, src_mask: Tensor, tokens: list[int]) -> float:
     """Teacher-forced log-probability of BOS tokens EOS."""
-    tgt_in = torch.tensor([[BOS, *tokens]])
+    tgt_in = torch.tensor([[BOS, *tokens]], device=src.device)
     logits, _ = model(src, src_mask, tgt_in)
     log_probs = F.log_softmax(logits[0], dim=-1)
-    return float(log_probs.gather(1, torch.tensor([[*tokens, EOS]]).T).sum())
+    return float(log_probs.gather(1, torch.tensor([[*tokens, EOS]], device=src.device).T).sum())
 
 
 # Untied output layers, so that a random model does not just copy its input: with seed 0 the outputs vary
@@ -274,9 +275,24 @@ def rescore(model: EncoderDecoder, src: Tensor, src_mask: Tensor, tokens: list[i
 SEARCH_MODELS = [dict(seed=0, tie_output=False, share_embeddings=False), dict(seed=1, tie_output=False)]
 
 
-@pytest.fixture(params=SEARCH_MODELS, ids=["varied", "early_eos"])
+@pytest.fixture(params=[(settings, device) for device in DEVICES for settings in SEARCH_MODELS],
+                ids=[f"{name}-{device}" for device in DEVICES for name in ("varied", "early_eos")])
 def search_model(request, make_transformer):
-    return make_transformer(**request.param)
+    settings, device = request.param
+    return make_transformer(**settings).to(device)
+
+
+@pytest.fixture
+def source_batch(source_batch, search_model):
+    """The shared source batch on the search model's device."""
+    sentences, src, src_mask = source_batch
+    device = next(search_model.parameters()).device
+    return sentences, src.to(device), src_mask.to(device)
+
+
+def encoded_on(model, sentences: list[list[int]]) -> tuple[Tensor, Tensor]:
+    device = next(model.parameters()).device
+    return tuple(tensor.to(device) for tensor in encode_sources(sentences))
 
 
 def test_transformer_batch_equals_one_sentence_at_a_time(search_model, source_batch):
@@ -285,9 +301,9 @@ def test_transformer_batch_equals_one_sentence_at_a_time(search_model, source_ba
     greedy = greedy_search(search_model, src, src_mask, max_len)
     beams = beam_search(search_model, src, src_mask, max_len, beam_size=3)
     for index, sentence in enumerate(sentences):
-        one_src, one_mask = encode_sources([sentence])
+        one_src, one_mask = encoded_on(search_model, [sentence])
         one_max_len = max_lengths(one_mask, 1.0, 3)
-        assert one_max_len.tolist() == [max_len[index]]
+        assert one_max_len.tolist() == [int(max_len[index])]
         [one_greedy] = greedy_search(search_model, one_src, one_mask, one_max_len)
         [one_beams] = beam_search(search_model, one_src, one_mask, one_max_len, beam_size=3)
         assert greedy[index].tokens == one_greedy.tokens
@@ -305,7 +321,7 @@ def test_transformer_beam_one_equals_greedy_and_scores_match_forward(search_mode
     for index, sentence in enumerate(sentences):
         assert beams[index][0].tokens == greedy[index].tokens
         assert beams[index][0].log_prob == pytest.approx(greedy[index].log_prob, abs=1e-4)
-        one_src, one_mask = encode_sources([sentence])
+        one_src, one_mask = encoded_on(search_model, [sentence])
         with torch.no_grad():
             assert greedy[index].log_prob == pytest.approx(
                 rescore(search_model, one_src, one_mask, greedy[index].tokens), abs=1e-4)
@@ -440,7 +456,7 @@ def test_beam_scores_include_the_coverage_of_each_hypothesis(search_model, sourc
                         length_penalty=penalty)
     for index, hyps in enumerate(nbest):
         for hyp in hyps:  # recompute the attention of the whole hypothesis with teacher forcing
-            tgt_in = torch.tensor([[BOS, *hyp.tokens]])
+            tgt_in = torch.tensor([[BOS, *hyp.tokens]], device=src.device)
             with torch.no_grad():
                 _, attention = search_model(src[index : index + 1], src_mask[index : index + 1], tgt_in,
                                             need_attention=True)
