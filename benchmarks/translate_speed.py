@@ -55,9 +55,9 @@ import torch
 from onmt_convert import convert, nmtkit_to_onmt_tokens, source_line
 
 from nmtkit.checkpoint import load_checkpoint
-from nmtkit.config import build_config
 from nmtkit.data.corpus import normalize
 from nmtkit.data.subword import Subword
+from nmtkit.run_config import build_config
 
 log = logging.getLogger("translate_speed")
 

@@ -13,11 +13,12 @@ from typing import Any
 import torch
 
 from nmtkit import __version__
-from nmtkit.config import Config, build_config
+from nmtkit.config import Config
 from nmtkit.data.subword import Subword
 from nmtkit.errors import NmtkitError
 from nmtkit.models.base import EncoderDecoder
 from nmtkit.registry import build_model
+from nmtkit.run_config import build_config
 
 FORMAT = 1
 

@@ -1,7 +1,9 @@
 """Typed configuration: dataclasses with defaults and help text, YAML files, dotted overrides.
 
 Unknown keys and values of the wrong type are errors: a typo never silently falls back to a default.
-Each model registers its own config dataclass (see `nmtkit.registry`); `Config.model` holds an instance of it.
+Each model registers its own config dataclass (see `nmtkit.registry`); `Config.model` holds an instance of it,
+which `nmtkit.run_config.build_config` chooses by the model's name. This module imports no other part of nmtkit
+but its errors.
 """
 
 from __future__ import annotations
@@ -196,23 +198,6 @@ def from_dict(cls: type, data: Any, where: str = "") -> Any:
         else:
             kwargs[key] = _coerce(value, kind, f"{where}{key}")
     return cls(**kwargs)
-
-
-def build_config(data: dict | None) -> Config:
-    """Build a full `Config`; the model section's type is chosen by its `name`."""
-    from nmtkit.registry import get_model
-
-    data = dict(data or {})
-    model_data = data.pop("model", None) or {}
-    if not isinstance(model_data, dict):
-        raise NmtkitError(f"config section model: expected a mapping, got {model_data!r}")
-    name = model_data.get("name", "transformer")
-    if not isinstance(name, str):
-        raise NmtkitError(f"config key model.name: expected a model name, got {name!r}")
-    entry = get_model(name)
-    config = from_dict(Config, data)
-    config.model = from_dict(entry.config_cls, model_data, "model.")
-    return config
 
 
 def apply_overrides(data: dict, overrides: list[str]) -> dict:

@@ -1,6 +1,8 @@
 """A small explicit registry of models: `@register_model("name", config=Cls)`.
 
-Models are imported explicitly in `nmtkit.models`, never discovered by scanning folders.
+Models are imported explicitly in `nmtkit.models`, never discovered by scanning folders. This module imports no
+other part of nmtkit but its errors, so that the models can import it without an import circle; the base class
+they must subclass is defined above it, in `nmtkit.models.base`, and declared here with `@register_model_base`.
 """
 
 from __future__ import annotations
@@ -19,17 +21,22 @@ class ModelEntry:
 
 
 MODELS: dict[str, ModelEntry] = {}
+MODEL_BASES: list[type] = []  # the class every registered model subclasses: EncoderDecoder
+
+
+def register_model_base(cls: type) -> type:
+    """Declare `cls` (`EncoderDecoder`) the class every registered model must subclass."""
+    MODEL_BASES.append(cls)
+    return cls
 
 
 def register_model(name: str, config: type) -> Callable[[type], type]:
     """Register an `EncoderDecoder` subclass under `name` with its config dataclass."""
 
     def decorate(cls: type) -> type:
-        from nmtkit.models.base import EncoderDecoder
-
         if name in MODELS:
             raise ValueError(f"model {name!r} is registered twice")
-        if not issubclass(cls, EncoderDecoder):
+        if not issubclass(cls, tuple(MODEL_BASES)):  # a subclass imported its base, which declared itself
             raise TypeError(f"model {name!r}: {cls.__name__} does not subclass EncoderDecoder")
         if not is_dataclass(config):
             raise TypeError(f"model {name!r}: config {config.__name__} is not a dataclass")
@@ -40,8 +47,7 @@ def register_model(name: str, config: type) -> Callable[[type], type]:
 
 
 def get_model(name: str) -> ModelEntry:
-    import nmtkit.models  # noqa: F401  (registers the built-in models)
-
+    """The model registered under `name`; `nmtkit.models` registers the built-in ones when imported."""
     if name not in MODELS:
         raise NmtkitError(f"unknown model {name!r}; choose one of: {', '.join(sorted(MODELS))}")
     return MODELS[name]

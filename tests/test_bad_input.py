@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from nmtkit.checkpoint import make_payload, save_atomic
 from nmtkit.cli import app
-from nmtkit.config import build_config
 from nmtkit.data.prepare import load_subwords
 from nmtkit.registry import build_model
+from nmtkit.run_config import build_config
 
 WORDS = "a b c d e f g h".split()
 LONG_LINE = " ".join(WORDS[i % 8] for i in range(50_000)) + "a"  # 100,000 characters, 50,000 words

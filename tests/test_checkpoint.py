@@ -10,11 +10,12 @@ import torch
 
 import nmtkit.checkpoint as checkpoint
 from nmtkit.checkpoint import FORMAT, load_checkpoint, make_payload, restore_model, save_atomic
-from nmtkit.config import DataConfig, build_config
+from nmtkit.config import DataConfig
 from nmtkit.data.dataset import encode_sources, pad_sequences
 from nmtkit.data.subword import BOS, train_subword
 from nmtkit.errors import NmtkitError
 from nmtkit.registry import build_model
+from nmtkit.run_config import build_config
 
 WORDS = "the a cat dog sees eats runs big small red fish bird tree house".split()
 TINY_MODEL = {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32, "max_positions": 64}

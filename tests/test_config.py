@@ -4,33 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from nmtkit.config import (
-    DecodeConfig,
-    TrainConfig,
-    apply_overrides,
-    build_config,
-    load_yaml,
-    save_yaml,
-)
+from nmtkit.config import DecodeConfig, apply_overrides, load_yaml
 from nmtkit.errors import NmtkitError
-from nmtkit.models.transformer import TransformerConfig
-
-
-def test_defaults_build_a_transformer_config():
-    config = build_config(None)
-    assert isinstance(config.model, TransformerConfig)
-    assert config.model == TransformerConfig()
-    assert config.train == TrainConfig()
-    assert config.decode == DecodeConfig()
-
-
-def test_values_are_taken_from_the_sections():
-    config = build_config({"model": {"d_model": 64, "norm": "post"}, "train": {"lr": 1e-3}, "decode": {"beam": 2}})
-    assert config.model.d_model == 64
-    assert config.model.norm == "post"
-    assert config.train.lr == 1e-3
-    assert config.decode.beam == 2
-    assert config.train.max_steps == TrainConfig().max_steps
+from nmtkit.run_config import build_config
 
 
 @pytest.mark.parametrize("data, key", [
@@ -95,15 +71,6 @@ def test_override_through_a_scalar_is_an_error():
         apply_overrides({"train": 5}, ["train.lr=1"])
 
 
-def test_yaml_round_trip_gives_an_equal_config(tmp_path):
-    config = build_config({"model": {"d_model": 64, "norm": "post", "positions": "learned"},
-                           "train": {"lr": 3e-4, "adam_eps": 1e-9, "valid_bleu": False},
-                           "decode": {"length_penalty": "none", "max_len_a": 1.25}})
-    path = tmp_path / "config.yaml"
-    save_yaml(config, path)
-    assert build_config(load_yaml(path)) == config
-
-
 def test_load_yaml_errors(tmp_path):
     with pytest.raises(NmtkitError, match="cannot read"):
         load_yaml(tmp_path / "missing.yaml")
@@ -115,19 +82,6 @@ def test_load_yaml_errors(tmp_path):
     listing.write_text("- a\n- b\n", encoding="utf-8")
     with pytest.raises(NmtkitError, match="mapping"):
         load_yaml(listing)
-
-
-@pytest.mark.parametrize("model", ["transformer", 5, {"name": ["transformer"]}], ids=["string", "int", "list_name"])
-def test_malformed_model_section_is_an_error(model):
-    """`model: transformer` in a YAML file is an easy slip; it must be a one-line NmtkitError, not a traceback."""
-    with pytest.raises(NmtkitError, match="model"):
-        build_config({"model": model})
-
-
-def test_unknown_model_name_lists_known_models():
-    with pytest.raises(NmtkitError, match="lstm") as error:
-        build_config({"model": {"name": "lstm"}})
-    assert "transformer" in str(error.value)
 
 
 @pytest.mark.parametrize("settings, needle", [

@@ -11,8 +11,8 @@ import torch
 from training_runs import copy_task
 
 import nmtkit.training as training
-from nmtkit.config import build_config
 from nmtkit.precision import MARGIN, auto_candidates, fastest, time_precisions
+from nmtkit.run_config import build_config
 from nmtkit.training import Trainer, train
 
 BF16, FP32 = torch.bfloat16, None

@@ -10,10 +10,10 @@ import pytest
 import torch
 from training_runs import copy_task
 
-from nmtkit.config import build_config
 from nmtkit.data.subword import PAD
 from nmtkit.errors import NmtkitError
 from nmtkit.objectives import label_smoothed_nll, scheduled_sampling_log_probs
+from nmtkit.run_config import build_config
 from nmtkit.schedule import inverse_sqrt
 from nmtkit.training import Trainer
 from nmtkit.translate import Translator

@@ -9,10 +9,11 @@ import pytest
 import torch
 
 from nmtkit.checkpoint import LoadedModel
-from nmtkit.config import DataConfig, DecodeConfig, build_config
+from nmtkit.config import DataConfig, DecodeConfig
 from nmtkit.data.subword import train_subword
 from nmtkit.precision import decoding_timings
 from nmtkit.registry import build_model
+from nmtkit.run_config import build_config
 from nmtkit.translate import Translator, format_hypotheses, length_batches, translate_stream
 
 WORDS = "uno dos tres cuatro cinco seis siete ocho nueve diez".split()

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 from scripts import ROOT, load_script
 
-from nmtkit.config import build_config, load_yaml
+from nmtkit.config import load_yaml
+from nmtkit.run_config import build_config
 
 data = load_script("recipes/wmt/data.py", "wmt_data")
 

@@ -10,11 +10,13 @@ from torch import Tensor, nn
 
 from nmtkit.modules.attention import LocationScore
 from nmtkit.modules.embeddings import PositionEmbedding
+from nmtkit.registry import register_model_base
 
 Memory = dict[str, Tensor]
 State = dict[str, Tensor]
 
 
+@register_model_base
 class EncoderDecoder(nn.Module):
     """Base class of every registered model."""
 

@@ -1,0 +1,55 @@
+"""Tests for nmtkit/registry.py: models register once, under a known base class, with a dataclass config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from torch import nn
+
+import nmtkit.models  # noqa: F401  (registers the built-in models)
+from nmtkit import registry
+from nmtkit.errors import NmtkitError
+from nmtkit.models.base import EncoderDecoder
+from nmtkit.models.transformer import TransformerConfig
+
+
+@dataclass
+class TinyConfig:
+    name: str = "tiny"
+
+
+class Tiny(EncoderDecoder):
+    def __init__(self, config: TinyConfig, src_vocab: int, tgt_vocab: int, shared_vocab: bool):
+        super().__init__()
+        self.config = config
+
+
+def test_a_model_registers_under_its_name(monkeypatch):
+    monkeypatch.setattr(registry, "MODELS", dict(registry.MODELS))
+    assert registry.register_model("tiny", config=TinyConfig)(Tiny) is Tiny
+    assert registry.get_model("tiny") == registry.ModelEntry("tiny", Tiny, TinyConfig)
+    assert isinstance(registry.build_model(TinyConfig(), 5, 5, True), Tiny)
+
+
+def test_a_name_registered_twice_is_an_error():
+    with pytest.raises(ValueError, match="'transformer' is registered twice"):
+        registry.register_model("transformer", config=TransformerConfig)(Tiny)
+    assert registry.MODELS["transformer"].cls is not Tiny
+
+
+def test_a_model_of_another_base_class_is_an_error():
+    with pytest.raises(TypeError, match="does not subclass EncoderDecoder"):
+        registry.register_model("plain", config=TinyConfig)(nn.Module)
+    assert "plain" not in registry.MODELS
+
+
+def test_a_config_that_is_not_a_dataclass_is_an_error():
+    with pytest.raises(TypeError, match="not a dataclass"):
+        registry.register_model("undeclared", config=dict)(Tiny)
+    assert "undeclared" not in registry.MODELS
+
+
+def test_an_unknown_model_lists_the_registered_ones():
+    with pytest.raises(NmtkitError, match="unknown model 'lstm'; choose one of: bahdanau, convs2s, gnmt, luong"):
+        registry.get_model("lstm")
