@@ -1,14 +1,17 @@
-"""A small explicit registry of models: `@register_model("name", config=Cls)`.
+"""Small explicit registries: models, `@register_model("name", config=Cls)`, and the attention scores of the RNN
+models, `@register_score("dot")`. A name registered twice is an error; an unknown name lists the known ones.
 
-Models are imported explicitly in `nmtkit.models`, never discovered by scanning folders. This module imports no
-other part of nmtkit but its errors, so that the models can import it without an import circle; the base class
-they must subclass is defined above it, in `nmtkit.models.base`, and declared here with `@register_model_base`.
+Models are imported explicitly in `nmtkit.models` and scores defined in `nmtkit.modules.attention`, never
+discovered by scanning folders. This module imports no other part of nmtkit but its errors, so that models and
+modules can import it without an import circle; the base class every model subclasses is defined above it, in
+`nmtkit.models.base`, and declared here with `@register_model_base`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, is_dataclass
+from typing import Any
 
 from nmtkit.errors import NmtkitError
 
@@ -22,6 +25,7 @@ class ModelEntry:
 
 MODELS: dict[str, ModelEntry] = {}
 MODEL_BASES: list[type] = []  # the class every registered model subclasses: EncoderDecoder
+SCORES: dict[str, Callable[..., Any]] = {}  # name -> build(query_dim, key_dim, options) -> score Module
 
 
 def register_model_base(cls: type) -> type:
@@ -59,3 +63,24 @@ def build_model(model_config, src_vocab: int, tgt_vocab: int, shared_vocab: bool
         return get_model(model_config.name).cls(model_config, src_vocab, tgt_vocab, shared_vocab)
     except ValueError as error:  # a model rejects an inconsistent configuration
         raise NmtkitError(f"model {model_config.name}: {error}") from error
+
+
+def register_score(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a builder of an attention score Module under each of `names` (aliases share one builder)."""
+
+    def decorate(build: Callable[..., Any]) -> Callable[..., Any]:
+        for name in names:
+            if name in SCORES:
+                raise ValueError(f"attention score {name!r} is registered twice")
+            SCORES[name] = build
+        return build
+
+    return decorate
+
+
+def get_score(name: str) -> Callable[..., Any]:
+    """The builder registered under `name`. An unknown name is a ValueError, which the model that asked for it
+    reports as an inconsistent configuration (see `build_model`)."""
+    if name not in SCORES:
+        raise ValueError(f"unknown attention score {name!r}; choose one of: {', '.join(SCORES)}")
+    return SCORES[name]

@@ -10,13 +10,13 @@ import torch
 from torch import nn
 
 from nmtkit.modules.attention import (
-    SCORES,
     Attention,
     MultiHeadAttention,
     build_score,
     masked_softmax,
     scaled_dot_product,
 )
+from nmtkit.registry import SCORES
 
 
 def test_masked_softmax_zeros_masked_positions_and_rows_sum_to_one():

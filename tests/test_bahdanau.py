@@ -14,9 +14,8 @@ from nmtkit.data.dataset import encode_sources, pad_sequences
 from nmtkit.data.subword import BOS
 from nmtkit.errors import NmtkitError
 from nmtkit.models.bahdanau import BahdanauConfig
-from nmtkit.modules.attention import SCORES
 from nmtkit.modules.readout import maxout
-from nmtkit.registry import build_model
+from nmtkit.registry import SCORES, build_model
 
 VOCAB = 13
 HIDDEN = 8
@@ -45,7 +44,7 @@ def assert_step_equals_forward(model) -> None:
 
 @pytest.mark.parametrize("score", SCORES)
 def test_every_attention_score_builds_and_step_equals_forward(score):
-    assert_step_equals_forward(make_model(attention=score, cell="lstm" if SCORES.index(score) % 2 else "gru"))
+    assert_step_equals_forward(make_model(attention=score, cell="lstm" if list(SCORES).index(score) % 2 else "gru"))
 
 
 OPTIONS = list(itertools.product(["gru", "lstm"], ["maxout", "linear"], [False, True], [1, 2]))

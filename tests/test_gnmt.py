@@ -14,8 +14,8 @@ from nmtkit.data.dataset import pad_sequences
 from nmtkit.data.subword import BOS
 from nmtkit.errors import NmtkitError
 from nmtkit.models.gnmt import GNMTConfig
-from nmtkit.modules.attention import SCORES, masked_softmax
-from nmtkit.registry import build_model
+from nmtkit.modules.attention import masked_softmax
+from nmtkit.registry import SCORES, build_model
 
 VOCAB = 12
 TINY = GNMTConfig(embed_dim=6, hidden=8, encoder_layers=4, decoder_layers=4, attention_hidden=5, dropout=0.1,

@@ -1,4 +1,5 @@
-"""Tests for nmtkit/registry.py: models register once, under a known base class, with a dataclass config."""
+"""Tests for nmtkit/registry.py: models register once, under a known base class, with a dataclass config; attention
+scores register once per name; an unknown name lists the known ones."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 from torch import nn
 
-import nmtkit.models  # noqa: F401  (registers the built-in models)
+import nmtkit.models  # noqa: F401  (registers the built-in models, and they the attention scores)
 from nmtkit import registry
 from nmtkit.errors import NmtkitError
 from nmtkit.models.base import EncoderDecoder
@@ -53,3 +54,29 @@ def test_a_config_that_is_not_a_dataclass_is_an_error():
 def test_an_unknown_model_lists_the_registered_ones():
     with pytest.raises(NmtkitError, match="unknown model 'lstm'; choose one of: bahdanau, convs2s, gnmt, luong"):
         registry.get_model("lstm")
+
+
+def test_the_attention_scores_keep_their_names_and_order():
+    assert list(registry.SCORES) == ["dot", "scaled_dot", "general", "bilinear", "additive", "mlp", "concat",
+                                     "cosine", "location"]
+    assert registry.SCORES["general"] is registry.SCORES["bilinear"]  # aliases share one builder
+
+
+def test_a_score_registered_twice_is_an_error(monkeypatch):
+    monkeypatch.setattr(registry, "SCORES", dict(registry.SCORES))
+    with pytest.raises(ValueError, match="attention score 'dot' is registered twice"):
+        registry.register_score("dot")(lambda query_dim, key_dim, options: nn.Identity())
+    with pytest.raises(ValueError, match="attention score 'twin' is registered twice"):
+        registry.register_score("twin", "twin")(lambda query_dim, key_dim, options: nn.Identity())
+
+
+def test_a_registered_score_is_found_and_an_unknown_one_lists_the_known_ones(monkeypatch):
+    monkeypatch.setattr(registry, "SCORES", {})
+
+    @registry.register_score("zero", "nothing")
+    def zero(query_dim, key_dim, options):
+        return nn.Identity()
+
+    assert registry.get_score("nothing") is zero
+    with pytest.raises(ValueError, match="unknown attention score 'dot'; choose one of: zero, nothing"):
+        registry.get_score("dot")

@@ -6,10 +6,13 @@ Masks are boolean and True where attending is allowed (real tokens, or the causa
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from nmtkit.registry import get_score, register_score
 
 
 def masked_softmax(scores: Tensor, mask: Tensor | None, dim: int = -1) -> Tensor:
@@ -194,23 +197,53 @@ class LocationScore(nn.Module):
         return self.weight(query)[..., : prepared.size(1)]  # (B, T, S)
 
 
-SCORES = ("dot", "scaled_dot", "general", "bilinear", "additive", "mlp", "concat", "cosine", "location")
+@dataclass(frozen=True)
+class ScoreOptions:
+    """What some scores take besides the query and key sizes."""
+
+    hidden: int | None = None  # the additive score's hidden size (None: the query size)
+    max_positions: int = 1024  # the longest source the location score covers
+    sharpness: float | None = None  # the cosine score's beta (None: learned)
+
+
+# The registered scores (Luong et al. 2015's dot, general and concat of Eq. 8, and location of Eq. 9, among them) and
+# their aliases; a builder takes the query and key sizes and the ScoreOptions.
+
+
+@register_score("dot")
+def _dot(query_dim: int, key_dim: int, options: ScoreOptions) -> nn.Module:
+    return DotScore(query_dim, key_dim)
+
+
+@register_score("scaled_dot")
+def _scaled_dot(query_dim: int, key_dim: int, options: ScoreOptions) -> nn.Module:
+    return DotScore(query_dim, key_dim, scaled=True)
+
+
+@register_score("general", "bilinear")
+def _general(query_dim: int, key_dim: int, options: ScoreOptions) -> nn.Module:
+    return GeneralScore(query_dim, key_dim)
+
+
+@register_score("additive", "mlp", "concat")
+def _additive(query_dim: int, key_dim: int, options: ScoreOptions) -> nn.Module:
+    return AdditiveScore(query_dim, key_dim, options.hidden)
+
+
+@register_score("cosine")
+def _cosine(query_dim: int, key_dim: int, options: ScoreOptions) -> nn.Module:
+    return CosineScore(query_dim, key_dim, options.sharpness)
+
+
+@register_score("location")
+def _location(query_dim: int, key_dim: int, options: ScoreOptions) -> nn.Module:
+    return LocationScore(query_dim, options.max_positions)
 
 
 def build_score(name: str, query_dim: int, key_dim: int, hidden: int | None = None, max_positions: int = 1024,
                 sharpness: float | None = None) -> nn.Module:
-    """The score Module registered under `name` (see SCORES); aliases share one implementation."""
-    if name in ("dot", "scaled_dot"):
-        return DotScore(query_dim, key_dim, scaled=name == "scaled_dot")
-    if name in ("general", "bilinear"):
-        return GeneralScore(query_dim, key_dim)
-    if name in ("additive", "mlp", "concat"):
-        return AdditiveScore(query_dim, key_dim, hidden)
-    if name == "cosine":
-        return CosineScore(query_dim, key_dim, sharpness)
-    if name == "location":
-        return LocationScore(query_dim, max_positions)
-    raise ValueError(f"unknown attention score {name!r}; choose one of: {', '.join(SCORES)}")
+    """The score Module registered under `name` (see `nmtkit.registry.SCORES`); aliases share one implementation."""
+    return get_score(name)(query_dim, key_dim, ScoreOptions(hidden, max_positions, sharpness))
 
 
 def window_mask(centers: Tensor, length: int, width: int) -> Tensor:
