@@ -15,8 +15,9 @@ from model_checks import assert_step_matches_forward
 from nmtkit.data.dataset import encode_sources, pad_sequences
 from nmtkit.data.subword import BOS
 from nmtkit.errors import NmtkitError
-from nmtkit.models.luong import LuongConfig, bridge, reversal_index
+from nmtkit.models.luong import LuongConfig
 from nmtkit.modules.attention import masked_softmax
+from nmtkit.modules.rnn import bridge_aligned_at_bottom, reverse_all_tokens_index
 from nmtkit.registry import build_model
 from nmtkit.search import beam_search, max_lengths
 
@@ -52,7 +53,7 @@ def reference_logits(model, src, src_mask, tgt_in):
     """Luong et al. 2015 with the general score, step by step: h_t from the stack, then a_t(s) from h_t (Eq. 7-8),
     c_t, h~_t = tanh(W_c [c_t; h_t]) (Eq. 5), logits W_s h~_t (Eq. 6); h~_{t-1} joins the input (Section 3.3)."""
     keys, finals = model.encoder(src, src_mask)  # (B, S, H)
-    states = bridge(finals, model.config.decoder_layers)
+    states = bridge_aligned_at_bottom(finals, model.config.decoder_layers)
     feed = keys.new_zeros(src.size(0), model.config.hidden)
     w_general = model.attention.score.weight.weight  # (H, H): score(h_t, h_s) = h_t^T W h_s
     outputs = []
@@ -137,12 +138,6 @@ def test_step_equals_forward_for_other_shapes(overrides):
             torch.testing.assert_close(log_probs, expected[:, t], rtol=0, atol=1e-5)
 
 
-def test_bridge_goes_layer_by_layer_and_repeats_the_top_encoder_layer():
-    finals = [(torch.full((1, 2), 1.0),), (torch.full((1, 2), 2.0),)]
-    assert [state[0][0, 0].item() for state in bridge(finals, 4)] == [1.0, 2.0, 2.0, 2.0]
-    assert [state[0][0, 0].item() for state in bridge(finals, 1)] == [1.0]
-
-
 @pytest.mark.parametrize("bidirectional", [False, True])
 def test_decoder_starts_from_the_encoders_final_states(bidirectional):
     model = make(encoder_layers=2, decoder_layers=3, bidirectional=bidirectional)
@@ -157,18 +152,13 @@ def test_decoder_starts_from_the_encoders_final_states(bidirectional):
     assert state["position"].dtype == torch.long and state["position"].tolist() == [0, 0, 0]
 
 
-def test_reversal_index_reverses_real_tokens_and_keeps_padding():
-    _, src_mask = encode_sources([[4, 5], [6, 7, 8, 9]])  # lengths 3 and 5
-    assert reversal_index(src_mask).tolist() == [[2, 1, 0, 3, 4], [4, 3, 2, 1, 0]]
-
-
 def test_reverse_source_encodes_backwards_but_keeps_keys_in_source_order():
     model = make(reverse_source=True)
     forward_model = make(reverse_source=False)
     src, src_mask = encode_sources([[4, 5, 6], [7, 8, 9, 10, 11]])
     with torch.no_grad():
         keys = model.encode(src, src_mask)["keys"]
-        reversed_src = src.gather(1, reversal_index(src_mask))
+        reversed_src = src.gather(1, reverse_all_tokens_index(src_mask))
         plain_keys, _ = forward_model.encoder(reversed_src, src_mask)
     for b, length in enumerate(src_mask.sum(-1).tolist()):
         torch.testing.assert_close(keys[b, :length], plain_keys[b, :length].flip(0))

@@ -1,4 +1,5 @@
-"""Tests for nmtkit/modules/rnn.py: the shared RNN encoder and decoder stack."""
+"""Tests for nmtkit/modules/rnn.py: the shared RNN encoder and decoder stack, the bridges from encoder to decoder
+states and source reversal."""
 
 from __future__ import annotations
 
@@ -6,7 +7,17 @@ import pytest
 import torch
 
 from nmtkit.data.dataset import encode_sources
-from nmtkit.modules.rnn import RNNEncoder, RNNStack, states_from_dict, states_to_dict
+from nmtkit.data.subword import EOS, PAD
+from nmtkit.modules.rnn import (
+    RNNEncoder,
+    RNNStack,
+    bridge_aligned_at_bottom,
+    bridge_aligned_at_top,
+    reverse_all_tokens_index,
+    reverse_before_eos_index,
+    states_from_dict,
+    states_to_dict,
+)
 
 
 def make_encoder(cell: str = "lstm", **options) -> RNNEncoder:
@@ -87,3 +98,29 @@ def test_unknown_cell_and_odd_bidirectional_size_are_errors():
         RNNEncoder(10, 4, 8, 1, "rnn")
     with pytest.raises(ValueError, match="even hidden size"):
         RNNEncoder(10, 4, 7, 1, bidirectional_layers=1)
+
+
+def test_bridge_aligned_at_top_aligns_stacks_of_different_depth_at_the_top():
+    finals = [(torch.full((1, 1), float(layer)),) for layer in range(3)]
+    assert [state[0].item() for state in bridge_aligned_at_top(finals, 3)] == [0, 1, 2]
+    assert [state[0].item() for state in bridge_aligned_at_top(finals, 2)] == [1, 2]
+    assert [state[0].item() for state in bridge_aligned_at_top(finals[:1], 3)] == [0, 0, 0]
+    assert [state[0].item() for state in bridge_aligned_at_top(finals[:2], 3)] == [0, 0, 1]
+
+
+def test_bridge_aligned_at_bottom_goes_layer_by_layer_and_repeats_the_top_encoder_layer():
+    finals = [(torch.full((1, 2), 1.0),), (torch.full((1, 2), 2.0),)]
+    assert [state[0][0, 0].item() for state in bridge_aligned_at_bottom(finals, 4)] == [1.0, 2.0, 2.0, 2.0]
+    assert [state[0][0, 0].item() for state in bridge_aligned_at_bottom(finals, 1)] == [1.0]
+
+
+def test_reversal_before_eos_keeps_the_final_eos_and_padding_in_place():
+    src = torch.tensor([[4, 5, 6, EOS, PAD], [7, 8, EOS, PAD, PAD], [9, 10, 11, 12, 4], [5, 6, PAD, PAD, PAD]])
+    reversed_src = src.gather(1, reverse_before_eos_index(src, src != PAD))
+    assert reversed_src.tolist() == [[6, 5, 4, EOS, PAD], [8, 7, EOS, PAD, PAD], [4, 12, 11, 10, 9],
+                                     [6, 5, PAD, PAD, PAD]]  # no final EOS: everything reversed
+
+
+def test_reversal_of_all_tokens_reverses_real_tokens_and_keeps_padding():
+    _, src_mask = encode_sources([[4, 5], [6, 7, 8, 9]])  # lengths 3 and 5
+    assert reverse_all_tokens_index(src_mask).tolist() == [[2, 1, 0, 3, 4], [4, 3, 2, 1, 0]]

@@ -11,9 +11,9 @@ import torch.nn.functional as F
 from model_checks import assert_step_matches_forward
 
 from nmtkit.data.dataset import encode_sources, pad_sequences
-from nmtkit.data.subword import BOS, EOS, PAD
+from nmtkit.data.subword import BOS
 from nmtkit.errors import NmtkitError
-from nmtkit.models.seq2seq import Seq2SeqConfig, bridge, reversal_index
+from nmtkit.models.seq2seq import Seq2SeqConfig
 from nmtkit.modules.readout import maxout
 from nmtkit.registry import build_model
 
@@ -54,13 +54,6 @@ def test_stacks_of_different_depth_build_and_step_equals_forward(encoder_layers,
     assert_step_equals_forward(make_model(encoder_layers=encoder_layers, decoder_layers=decoder_layers))
 
 
-def test_reversal_keeps_the_final_eos_and_padding_in_place():
-    src = torch.tensor([[4, 5, 6, EOS, PAD], [7, 8, EOS, PAD, PAD], [9, 10, 11, 12, 4], [5, 6, PAD, PAD, PAD]])
-    reversed_src = src.gather(1, reversal_index(src, src != PAD))
-    assert reversed_src.tolist() == [[6, 5, 4, EOS, PAD], [8, 7, EOS, PAD, PAD], [4, 12, 11, 10, 9],
-                                     [6, 5, PAD, PAD, PAD]]  # no final EOS: everything reversed
-
-
 def test_reverse_source_is_the_same_model_reading_the_reversed_sentence():
     forwards, backwards = make_model(reverse_source=False), make_model(reverse_source=True)
     backwards.load_state_dict(forwards.state_dict())
@@ -84,14 +77,6 @@ def test_decoder_layer_l_starts_from_encoder_layer_l(cell, bidirectional):
         for name, part in zip("hc", final):
             assert part.shape == (3, 8)  # both directions concatenated give `hidden`
             torch.testing.assert_close(state[f"{name}{layer}"], part, rtol=0, atol=0)
-
-
-def test_bridge_aligns_stacks_of_different_depth_at_the_top():
-    finals = [(torch.full((1, 1), float(layer)),) for layer in range(3)]
-    assert [state[0].item() for state in bridge(finals, 3)] == [0, 1, 2]
-    assert [state[0].item() for state in bridge(finals, 2)] == [1, 2]
-    assert [state[0].item() for state in bridge(finals[:1], 3)] == [0, 0, 0]
-    assert [state[0].item() for state in bridge(finals[:2], 3)] == [0, 0, 1]
 
 
 def test_without_context_the_source_reaches_the_decoder_only_through_its_initial_state():

@@ -26,7 +26,15 @@ from nmtkit.config import option
 from nmtkit.data.subword import PAD
 from nmtkit.models.base import EncoderDecoder, Memory, State
 from nmtkit.modules.attention import Attention
-from nmtkit.modules.rnn import LayerState, RNNEncoder, RNNStack, init_uniform, states_from_dict, states_to_dict
+from nmtkit.modules.rnn import (
+    RNNEncoder,
+    RNNStack,
+    bridge_aligned_at_bottom,
+    init_uniform,
+    reverse_all_tokens_index,
+    states_from_dict,
+    states_to_dict,
+)
 from nmtkit.registry import register_model
 
 
@@ -51,18 +59,6 @@ class LuongConfig:
     init_scale: float = option(0.1, "uniform(-x, x) initialisation of the recurrent and output layers")
     share_embeddings: bool = option(False, "one embedding matrix for source and target (joint vocabulary only)")
     tie_output: bool = option(False, "output projection shares the target embedding (needs embed_dim == hidden)")
-
-
-def reversal_index(src_mask: Tensor) -> Tensor:
-    """(B, S) gather index reversing each sentence's real tokens, padding left in place; it is its own inverse."""
-    positions = torch.arange(src_mask.size(1), device=src_mask.device).expand_as(src_mask)  # (B, S)
-    lengths = src_mask.sum(-1, keepdim=True)  # (B, 1)
-    return torch.where(src_mask, lengths - 1 - positions, positions)
-
-
-def bridge(finals: list[LayerState], layers: int) -> list[LayerState]:
-    """Decoder layer i starts from encoder layer i's final state; layers above the encoder's top reuse its top."""
-    return [finals[min(index, len(finals) - 1)] for index in range(layers)]
 
 
 @register_model("luong", config=LuongConfig)
@@ -99,14 +95,14 @@ class Luong(EncoderDecoder):
         init_uniform((self.encoder.layers, self.decoder, self.combine, self.output), scale)
 
     def encode(self, src: Tensor, src_mask: Tensor) -> Memory:
-        index = reversal_index(src_mask) if self.config.reverse_source else None
+        index = reverse_all_tokens_index(src_mask) if self.config.reverse_source else None
         if index is not None:
             src = src.gather(1, index)
         keys, finals = self.encoder(src, src_mask)  # (B, S, H), per-layer final states
         if index is not None:
             keys = keys.gather(1, index.unsqueeze(-1).expand_as(keys))
         memory = {"src_mask": src_mask, "keys": keys, "prepared": self.attention.prepare(keys)}
-        return memory | states_to_dict(bridge(finals, self.config.decoder_layers), prefix="init_")
+        return memory | states_to_dict(bridge_aligned_at_bottom(finals, self.config.decoder_layers), prefix="init_")
 
     def init_state(self, memory: Memory) -> State:
         state = {key.removeprefix("init_"): value for key, value in memory.items() if key.startswith("init_")}

@@ -5,7 +5,7 @@ Phrase Representations using RNN Encoder-Decoder", arXiv 1406.1078).
 A stacked LSTM (or GRU) encoder reads the source; its final states are the whole summary of the sentence: decoder
 layer l starts from encoder layer l's final state, h_0^d = c (Sutskever, Section 2). A bidirectional encoder gives
 each layer hidden/2 units per direction and its final state is [forward last; backward first] (`hidden` units).
-When the stacks differ in depth they are aligned at the top (see `bridge`). p(y_t) = softmax(W h_t).
+When the stacks differ in depth they are aligned at the top (see `bridge_aligned_at_top`). p(y_t) = softmax(W h_t).
 
 reverse_source (Sutskever, Section 3.3): the encoder reads the source words in reverse order, "a b c EOS" ->
 "c b a EOS"; the final EOS stays last (it marks the end of the sentence in either order) and padding stays at
@@ -25,15 +25,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from nmtkit.config import option
-from nmtkit.data.subword import EOS, PAD
+from nmtkit.data.subword import PAD
 from nmtkit.models.base import EncoderDecoder, Memory, State
 from nmtkit.modules.readout import DeepOutput
-from nmtkit.modules.rnn import LayerState, RNNEncoder, RNNStack, states_from_dict, states_to_dict
+from nmtkit.modules.rnn import (
+    RNNEncoder,
+    RNNStack,
+    bridge_aligned_at_top,
+    reverse_before_eos_index,
+    states_from_dict,
+    states_to_dict,
+)
 from nmtkit.registry import register_model
 
 
@@ -58,26 +64,6 @@ class Seq2SeqConfig:
     share_embeddings: bool = option(False, "one embedding matrix for source and target (joint vocabulary only)")
     tie_output: bool = option(False, "output projection shares the target embedding (context none: needs "
                                      "embed_dim == hidden; every-step: the deep output has embed_dim units)")
-
-
-def reversal_index(src: Tensor, src_mask: Tensor) -> Tensor:
-    """(B, S) gather index reversing each sentence's tokens before its final EOS; EOS and padding stay put."""
-    positions = torch.arange(src.size(1), device=src.device).expand_as(src)  # (B, S)
-    lengths = src_mask.sum(-1, keepdim=True)  # (B, 1)
-    last = src.gather(1, (lengths - 1).clamp(min=0))  # (B, 1) the last real token
-    words = lengths - (last == EOS).long()  # (B, 1) tokens to reverse
-    return torch.where(positions < words, words - 1 - positions, positions)
-
-
-def bridge(finals: list[LayerState], layers: int) -> list[LayerState]:
-    """Decoder layer l starts from encoder layer l + (encoder layers - decoder layers), clamped to the bottom.
-
-    With equal depths this is Sutskever's layer-by-layer transfer. Aligning the tops keeps the top encoder layer,
-    the only one that sees every layer below it, in use: with no attention, an encoder layer whose final state
-    reached no decoder layer would be trained only through the layers above it.
-    """
-    offset = len(finals) - layers
-    return [finals[max(index + offset, 0)] for index in range(layers)]
 
 
 @register_model("seq2seq", config=Seq2SeqConfig)
@@ -116,9 +102,10 @@ class Seq2Seq(EncoderDecoder):
 
     def encode(self, src: Tensor, src_mask: Tensor) -> Memory:
         if self.config.reverse_source:
-            src = src.gather(1, reversal_index(src, src_mask))
+            src = src.gather(1, reverse_before_eos_index(src, src_mask))
         _, finals = self.encoder(src, src_mask)  # final state of each layer, each part (B, H)
-        memory = {"src_mask": src_mask} | states_to_dict(bridge(finals, self.config.decoder_layers), prefix="init_")
+        states = bridge_aligned_at_top(finals, self.config.decoder_layers)
+        memory = {"src_mask": src_mask} | states_to_dict(states, prefix="init_")
         if self.readout is not None:
             memory["context"] = finals[-1][0]  # c (B, H): the top encoder layer's final h
         return memory

@@ -1,4 +1,5 @@
-"""Recurrent building blocks shared by the RNN models (seq2seq, Bahdanau, Luong, GNMT).
+"""Recurrent building blocks shared by the RNN models (seq2seq, Bahdanau, Luong, GNMT): layers, encoder and
+decoder stacks, the bridges that start a decoder from the encoder's final states, and source reversal.
 
 A stack is a list of single-layer `nn.LSTM`/`nn.GRU` modules so that models can make some layers
 bidirectional (GNMT's bottom layer), add residual connections from a chosen layer up (Wu et al. 2016,
@@ -12,6 +13,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from nmtkit.data.subword import EOS
 
 LayerState = tuple[Tensor, ...]  # (h,) for GRU, (h, c) for LSTM; each (B, H)
 
@@ -46,6 +49,42 @@ def states_from_dict(state: dict[str, Tensor], layers: int, prefix: str = "") ->
     """Inverse of `states_to_dict`."""
     return [tuple(state[f"{prefix}{name}{index}"] for name in "hc" if f"{prefix}{name}{index}" in state)
             for index in range(layers)]
+
+
+def reverse_before_eos_index(src: Tensor, src_mask: Tensor) -> Tensor:
+    """(B, S) gather index reversing each sentence's tokens before its final EOS; EOS and padding stay put.
+
+    "a b c EOS" -> "c b a EOS": the EOS marks the end of the sentence in either order. A sentence without a final
+    EOS is reversed entirely."""
+    positions = torch.arange(src.size(1), device=src.device).expand_as(src)  # (B, S)
+    lengths = src_mask.sum(-1, keepdim=True)  # (B, 1)
+    last = src.gather(1, (lengths - 1).clamp(min=0))  # (B, 1) the last real token
+    words = lengths - (last == EOS).long()  # (B, 1) tokens to reverse
+    return torch.where(positions < words, words - 1 - positions, positions)
+
+
+def reverse_all_tokens_index(src_mask: Tensor) -> Tensor:
+    """(B, S) gather index reversing each sentence's real tokens, EOS included, padding left in place; it is its own
+    inverse, so the same index puts outputs read in reverse back in source order."""
+    positions = torch.arange(src_mask.size(1), device=src_mask.device).expand_as(src_mask)  # (B, S)
+    lengths = src_mask.sum(-1, keepdim=True)  # (B, 1)
+    return torch.where(src_mask, lengths - 1 - positions, positions)
+
+
+def bridge_aligned_at_top(finals: list[LayerState], layers: int) -> list[LayerState]:
+    """Decoder layer l starts from encoder layer l + (encoder layers - decoder layers), clamped to the bottom.
+
+    With equal depths this is layer-by-layer transfer. Aligning the tops keeps the top encoder layer, the only one
+    that sees every layer below it, in use: with no attention, an encoder layer whose final state reached no
+    decoder layer would be trained only through the layers above it.
+    """
+    offset = len(finals) - layers
+    return [finals[max(index + offset, 0)] for index in range(layers)]
+
+
+def bridge_aligned_at_bottom(finals: list[LayerState], layers: int) -> list[LayerState]:
+    """Decoder layer i starts from encoder layer i's final state; layers above the encoder's top reuse its top."""
+    return [finals[min(index, len(finals) - 1)] for index in range(layers)]
 
 
 def init_uniform(modules: tuple[nn.Module, ...], scale: float, embeddings: tuple[nn.Embedding, ...] = ()) -> None:
