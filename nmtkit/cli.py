@@ -19,6 +19,7 @@ from typing import Annotated
 import typer
 
 from nmtkit import __version__
+from nmtkit.config import DataConfig, DecodeConfig, TrainConfig, help_for
 from nmtkit.errors import NmtkitError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -77,18 +78,6 @@ def main(
     log.propagate = False
 
 
-def _split(kind: str, src: Path | None, tgt: Path | None, tsv: Path | None):
-    from nmtkit.data.prepare import SplitFiles
-
-    if tsv is not None:
-        if src or tgt:
-            raise NmtkitError(f"give either --{kind}-tsv or --{kind}-src/--{kind}-tgt, not both")
-        return SplitFiles(tsv=tsv)
-    if (src is None) != (tgt is None):
-        raise NmtkitError(f"--{kind}-src and --{kind}-tgt must be given together")
-    return None if src is None else SplitFiles(src=src, tgt=tgt)
-
-
 def _lang(path: Path | None, default: str) -> str:
     suffix = path.suffix.lstrip(".") if path is not None else ""
     return suffix if suffix and suffix not in ("txt", "tsv") else default
@@ -102,29 +91,25 @@ def prepare(
     dev_src: Files = None, dev_tgt: Files = None, dev_tsv: Files = None,
     test_src: Files = None, test_tgt: Files = None, test_tsv: Files = None,
     config: Annotated[Path | None, typer.Option(help="YAML file of data settings")] = None,
-    subword: Annotated[str | None, typer.Option(help="bpe, unigram, char or word")] = None,
-    vocab_size: Annotated[int | None, typer.Option(help="subword vocabulary size")] = None,
-    joint: Annotated[bool | None, typer.Option("--joint/--separate", help="one subword model for both sides")] = None,  # noqa: E501
+    subword: Annotated[str | None, typer.Option(help=help_for(DataConfig, "subword"))] = None,
+    vocab_size: Annotated[int | None, typer.Option(help=help_for(DataConfig, "vocab_size"))] = None,
+    joint: Annotated[bool | None, typer.Option("--joint/--separate", help=help_for(DataConfig, "joint"))] = None,
     src_lang: Annotated[str | None, typer.Option(help="source language code (default: file suffix)")] = None,
     tgt_lang: Annotated[str | None, typer.Option(help="target language code (default: file suffix)")] = None,
     overwrite: Annotated[bool, typer.Option(help="replace the prepared data already in --out")] = False,
     overrides: Overrides = None,
 ) -> None:
     """Validate and clean parallel text, train SentencePiece, and write a binarized data directory."""
-    from nmtkit.config import DataConfig, apply_overrides, from_dict, load_yaml
-    from nmtkit.data.prepare import prepare_data
+    from nmtkit.config import data_config
+    from nmtkit.data.prepare import SplitFiles, prepare_data
 
-    data = load_yaml(config) if config else {}
-    flags = {"subword": subword, "vocab_size": vocab_size, "joint": joint}
-    data.update({key: value for key, value in flags.items() if value is not None})
-    overrides = [override.removeprefix("data.") for override in overrides or []]  # `data.key=value` or `key=value`
-    data_config = from_dict(DataConfig, apply_overrides(data, overrides), "data.")
-    splits = {name: files for name, files in (("train", _split("train", train_src, train_tgt, train_tsv)),
-                                              ("dev", _split("dev", dev_src, dev_tgt, dev_tsv)),
-                                              ("test", _split("test", test_src, test_tgt, test_tsv)))
-              if files is not None}
+    settings = data_config(config, overrides or [], subword=subword, vocab_size=vocab_size, joint=joint)
+    splits = {files.name: files for files in (SplitFiles(train_src, train_tgt, train_tsv, "train"),
+                                              SplitFiles(dev_src, dev_tgt, dev_tsv, "dev"),
+                                              SplitFiles(test_src, test_tgt, test_tsv, "test"))
+              if files.given}
     langs = (src_lang or _lang(train_src, "src"), tgt_lang or _lang(train_tgt, "tgt"))
-    manifest = prepare_data(splits, out, data_config, langs, overwrite)
+    manifest = prepare_data(splits, out, settings, langs, overwrite)
     print(json.dumps({"out": str(out), "vocab": manifest["vocab"], "filter": manifest["filter"],
                       "splits": manifest["splits"]}))
 
@@ -146,12 +131,13 @@ def train(
     model: Annotated[str | None, typer.Option(help="registered model name, e.g. transformer")] = None,
     overrides: Overrides = None,
     resume: Annotated[bool, typer.Option(help="continue the run in --out from last.pt")] = False,
-    max_steps: Annotated[int | None, typer.Option(help="stop after N updates")] = None,
-    max_time: Annotated[str | None, typer.Option(help="stop after this long, e.g. 3600, 45m, 1h")] = None,
-    device: Annotated[str | None, typer.Option(help="auto, cpu, cuda, cuda:N")] = None,
-    threads: Annotated[int | None, typer.Option(help="CPU threads (0 = all cores)")] = None,
-    seed: Annotated[int | None, typer.Option(help="random seed")] = None,
-    update_freq: Annotated[int | None, typer.Option(help="accumulate gradients over N batches per update")] = None,
+    max_steps: Annotated[int | None, typer.Option(help=help_for(TrainConfig, "max_steps"))] = None,
+    max_time: Annotated[str | None, typer.Option(
+        help=help_for(TrainConfig, "max_time") + "; also written 90s, 45m or 1.5h")] = None,
+    device: Annotated[str | None, typer.Option(help=help_for(TrainConfig, "device"))] = None,
+    threads: Annotated[int | None, typer.Option(help=help_for(TrainConfig, "threads"))] = None,
+    seed: Annotated[int | None, typer.Option(help=help_for(TrainConfig, "seed"))] = None,
+    update_freq: Annotated[int | None, typer.Option(help=help_for(TrainConfig, "update_freq"))] = None,
     gpus: Annotated[int, typer.Option(help="train on N GPUs of this machine: N processes under torchrun (DDP)")] = 0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
 ) -> None:
@@ -160,22 +146,15 @@ def train(
     SIGINT (Ctrl-C) or SIGTERM stops after the current update and saves last.pt (exit status 130 or 143);
     `--resume` continues exactly from there. Under torchrun (`torchrun --nproc-per-node=N -m nmtkit train ...`)
     each process trains on its share of every update's batches."""
-    from nmtkit.config import apply_overrides, load_yaml
-    from nmtkit.run_config import build_config
+    from nmtkit.run_config import train_config
     from nmtkit.training import train as run_training
 
     if gpus > 1 and "LOCAL_RANK" not in os.environ:
         raise typer.Exit(_launch_on_gpus(gpus))
-    raw = load_yaml(out / "config.yaml") if resume and config is None and (out / "config.yaml").exists() else {}
-    raw = load_yaml(config) if config else raw
-    if model:  # a model section written for another model does not apply to this one
-        section = raw.get("model")
-        raw["model"] = section if isinstance(section, dict) and section.get("name", model) == model else {}
-        raw["model"]["name"] = model
-    flags = {"max_steps": max_steps, "max_time": parse_duration(max_time) if max_time else None,
-             "device": device, "threads": threads, "seed": seed, "update_freq": update_freq}
-    raw.setdefault("train", {}).update({key: value for key, value in flags.items() if value is not None})
-    summary = run_training(build_config(apply_overrides(raw, overrides or [])), data, out, resume, quiet)
+    settings = train_config(config, out if resume else None, model, overrides or [], max_steps=max_steps,
+                            max_time=parse_duration(max_time) if max_time else None, device=device,
+                            threads=threads, seed=seed, update_freq=update_freq)
+    summary = run_training(settings, data, out, resume, quiet)
     if summary is not None:  # rank 0 of a torchrun job, or a single process
         print(json.dumps(summary))
         if "interrupted" in summary and "LOCAL_RANK" not in os.environ:  # under torchrun: a clean exit
@@ -216,52 +195,46 @@ def translate(
     model: Annotated[list[Path], typer.Option("--model", "-m", help="checkpoint (repeat for an ensemble)",
                                               dir_okay=False)],
     input: Annotated[Path | None, typer.Option("--input", "-i", help="input file (default: stdin)")] = None,
-    beam: Annotated[int | None, typer.Option(help="beam size (default: from the checkpoint, 5)")] = None,
+    beam: Annotated[int | None, typer.Option(help=help_for(DecodeConfig, "beam"))] = None,
     greedy: Annotated[bool, typer.Option(help="greedy search (same as --beam 1)")] = False,
-    batch_tokens: Annotated[int | None, typer.Option(help="source tokens per batch")] = None,
-    buffer_size: Annotated[int | None, typer.Option(help="lines read before translating")] = None,
-    length_penalty: Annotated[str | None, typer.Option(help="none, average, gnmt or sockeye")] = None,
-    alpha: Annotated[float | None, typer.Option(help="gnmt/sockeye length penalty exponent")] = None,
-    beta: Annotated[float | None, typer.Option(help="sockeye length penalty offset")] = None,
-    word_penalty: Annotated[float | None, typer.Option(help="score subtracted per output token")] = None,
-    coverage_penalty: Annotated[float | None, typer.Option(help="GNMT coverage penalty weight (beam search)")] = None,
-    min_len: Annotated[int | None, typer.Option(help="no EOS before this many tokens")] = None,
-    stop_finished: Annotated[int | None, typer.Option(help="end a sentence once N hypotheses finished")] = None,
-    max_len_a: Annotated[float | None, typer.Option(help="output length limit: a * source length + b")] = None,
-    max_len_b: Annotated[int | None, typer.Option(help="output length limit: a * source length + b")] = None,
-    nbest: Annotated[int | None, typer.Option(help="print the K best as `i ||| hypothesis ||| score` lines")] = None,
+    batch_tokens: Annotated[int | None, typer.Option(help=help_for(DecodeConfig, "batch_tokens"))] = None,
+    buffer_size: Annotated[int | None, typer.Option(help=help_for(DecodeConfig, "buffer_size"))] = None,
+    length_penalty: Annotated[str | None, typer.Option(help=help_for(DecodeConfig, "length_penalty"))] = None,
+    alpha: Annotated[float | None, typer.Option(help=help_for(DecodeConfig, "alpha"))] = None,
+    beta: Annotated[float | None, typer.Option(help=help_for(DecodeConfig, "beta"))] = None,
+    word_penalty: Annotated[float | None, typer.Option(help=help_for(DecodeConfig, "word_penalty"))] = None,
+    coverage_penalty: Annotated[float | None, typer.Option(help=help_for(DecodeConfig, "coverage_penalty"))] = None,
+    min_len: Annotated[int | None, typer.Option(help=help_for(DecodeConfig, "min_len"))] = None,
+    stop_finished: Annotated[int | None, typer.Option(help=help_for(DecodeConfig, "stop_finished"))] = None,
+    max_len_a: Annotated[float | None, typer.Option(help=help_for(DecodeConfig, "max_len_a"))] = None,
+    max_len_b: Annotated[int | None, typer.Option(help=help_for(DecodeConfig, "max_len_b"))] = None,
+    nbest: Annotated[int | None, typer.Option(help=help_for(DecodeConfig, "nbest"))] = None,
     scores: Annotated[bool, typer.Option(help="append ` ||| score` to each output line")] = False,
     alignment: Annotated[bool, typer.Option(help="append ` ||| i-j ...` word links from attention")] = False,
     average: Annotated[int, typer.Option(help="average the weights of the last N checkpoint_<step>.pt of the run")] = 0,
-    sample: Annotated[bool, typer.Option(help="sample translations instead of searching")] = False,
-    temperature: Annotated[float | None, typer.Option(help="sampling temperature")] = None,
-    top_k: Annotated[int | None, typer.Option(help="sample among the k most probable tokens")] = None,
-    top_p: Annotated[float | None, typer.Option(help="sample within the top-p probability mass")] = None,
-    seed: Annotated[int | None, typer.Option(help="random seed for sampling")] = None,
+    sample: Annotated[bool, typer.Option(help=help_for(DecodeConfig, "sample"))] = False,
+    temperature: Annotated[float | None, typer.Option(help=help_for(DecodeConfig, "temperature"))] = None,
+    top_k: Annotated[int | None, typer.Option(help=help_for(DecodeConfig, "top_k"))] = None,
+    top_p: Annotated[float | None, typer.Option(help=help_for(DecodeConfig, "top_p"))] = None,
+    seed: Annotated[int | None, typer.Option(help=help_for(DecodeConfig, "seed"))] = None,
     fp16: Annotated[bool, typer.Option("--fp16", help="half precision (for GPUs)")] = False,
     bf16: Annotated[bool, typer.Option("--bf16", help="bfloat16 (GPUs; CPUs with AVX512-BF16/AMX)")] = False,
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N")] = "auto",
     threads: Annotated[int, typer.Option(help="CPU threads (0 = all cores)")] = 0,
     overrides: Overrides = None,
 ) -> None:
-    """Translate lines from stdin (or --input) to stdout, one output line per input line (K with --nbest K)."""
-    from nmtkit.config import DecodeConfig, apply_overrides, from_dict, to_dict
-    from nmtkit.ensemble import load_models
-    from nmtkit.runtime import pick_device, set_threads
-    from nmtkit.translate import Translator, translate_stream
+    """Translate lines from stdin (or --input) to stdout, one output line per input line (K with --nbest K).
 
-    set_threads(threads)
-    torch_device = pick_device(device)
-    loaded = load_models(model, torch_device, average)
-    raw = to_dict(loaded.config.decode)
+    Decoding settings not given here are the checkpoint's (its config's decode section)."""
+    from nmtkit.translate import Translator, load_translation, translate_stream
+
     flags = {"beam": 1 if greedy else beam, "batch_tokens": batch_tokens, "buffer_size": buffer_size,
              "length_penalty": length_penalty, "alpha": alpha, "beta": beta, "word_penalty": word_penalty,
              "coverage_penalty": coverage_penalty, "min_len": min_len, "stop_finished": stop_finished,
              "max_len_a": max_len_a, "max_len_b": max_len_b, "nbest": nbest,
              "dtype": "float16" if fp16 else "bfloat16" if bf16 else None, "sample": sample or None,
              "temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed}
-    raw.update({key: value for key, value in flags.items() if value is not None})
-    decode = from_dict(DecodeConfig, apply_overrides({"decode": raw}, overrides or [])["decode"], "decode.")
+    loaded, decode, torch_device = load_translation(model, average, device, threads, flags, overrides or [])
     if alignment and decode.nbest > 1:
         raise NmtkitError("--alignment prints the links of the best translation; it does not combine with --nbest")
     for text in translate_stream(Translator(loaded, decode, torch_device), _open_lines(input), scores, alignment):

@@ -31,7 +31,8 @@ def option(default: Any, help: str) -> Any:
 class DataConfig:
     """How `nmtkit prepare` cleans the corpus and learns subwords."""
 
-    subword: Literal["bpe", "unigram", "char", "word"] = option("bpe", "SentencePiece model type")
+    subword: Literal["bpe", "unigram", "char", "word"] = option(
+        "bpe", "SentencePiece model type: bpe, unigram, char or word")
     vocab_size: int = option(8000, "subword vocabulary size (per side when not joint)")
     joint: bool = option(True, "one subword model and vocabulary shared by source and target")
     normalization: Literal["identity", "nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf"] = option(
@@ -113,7 +114,8 @@ class DecodeConfig:
     coverage_penalty: float = option(0.0, "weight beta of GNMT's coverage penalty (Wu et al. 2016, Eq. 14; 0 = off)")
     min_len: int = option(0, "no EOS before this many output tokens")
     stop_finished: int = option(0, "beam search ends a sentence once this many hypotheses finished (0 = beam size)")
-    nbest: int = option(1, "hypotheses output per input line (at most the beam size)")
+    nbest: int = option(1, "hypotheses output per input line (at most the beam size), as `i ||| hypothesis ||| score` "
+                            "lines when more than 1")
     sample: bool = option(False, "sample each token instead of searching (uses temperature, top_k, top_p)")
     temperature: float = option(1.0, "sampling temperature")
     top_k: int = option(0, "sample among the k most probable tokens (0 = all)")
@@ -214,6 +216,36 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
                 raise NmtkitError(f"override {item!r}: {section} is not a section")
         node[leaf] = yaml.safe_load(text) if text.strip() else ""
     return data
+
+
+def merge_flags(section: dict | None, **flags: Any) -> dict:
+    """A copy of config `section` (None, as YAML reads an empty one, counts as empty) with the command-line flags that
+    were given: a flag left at None keeps the section's value."""
+    if section is not None and not isinstance(section, dict):
+        raise NmtkitError(f"config section: expected a mapping of keys, got {section!r}")
+    return {**(section or {}), **{key: value for key, value in flags.items() if value is not None}}
+
+
+def help_for(cls: type, name: str) -> str:
+    """The help text of field `name` of config dataclass `cls`, for the command-line option that sets it."""
+    for item in dataclasses.fields(cls):
+        if item.name == name:
+            return item.metadata["help"]
+    raise KeyError(f"{cls.__name__} has no field {name!r}")
+
+
+def data_config(path: Path | None, overrides: list[str], **flags: Any) -> DataConfig:
+    """`prepare`'s settings: the YAML file of data settings, the flags given, then `data.key=value` (or
+    `key=value`) overrides."""
+    data = merge_flags(load_yaml(path) if path else {}, **flags)
+    overrides = [override.removeprefix("data.") for override in overrides]
+    return from_dict(DataConfig, apply_overrides(data, overrides), "data.")
+
+
+def decode_config(saved: DecodeConfig, overrides: list[str], **flags: Any) -> DecodeConfig:
+    """`translate`'s settings: a checkpoint's decode section, the flags given, then `decode.key=value` overrides."""
+    decode = merge_flags(to_dict(saved), **flags)
+    return from_dict(DecodeConfig, apply_overrides({"decode": decode}, overrides)["decode"], "decode.")
 
 
 def load_yaml(path: str | Path) -> dict:

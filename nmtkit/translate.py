@@ -9,14 +9,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator
 from itertools import islice
+from pathlib import Path
 
 import torch
 
 from nmtkit.checkpoint import LoadedModel
-from nmtkit.config import DecodeConfig
+from nmtkit.config import DecodeConfig, decode_config
 from nmtkit.data.dataset import encode_sources
+from nmtkit.ensemble import load_models
 from nmtkit.errors import NmtkitError
 from nmtkit.precision import decoding_timings, describe, dtype_name, fastest
+from nmtkit.runtime import pick_device, set_threads
 from nmtkit.search import (
     Hypothesis,
     LengthPenalty,
@@ -50,6 +53,17 @@ def advise_on_precision(loaded: LoadedModel, dtype: torch.dtype, device: torch.d
                     "(without --bf16/--fp16) will be as fast or faster", dtype_name(dtype), describe(timings))
     else:
         log.info("%s measured faster than float32 here: %s", dtype_name(dtype), describe(timings))
+
+
+def load_translation(paths: list[Path], average: int, device: str, threads: int, decode_flags: dict,
+                     overrides: list[str]) -> tuple[LoadedModel, DecodeConfig, torch.device]:
+    """What a Translator needs: the model (one checkpoint, an average of its run's last `average` checkpoints, or an
+    ensemble) on the device, and its checkpoint's decode settings with the flags given (None: not given) and
+    `decode.key=value` overrides applied."""
+    set_threads(threads)
+    torch_device = pick_device(device)
+    loaded = load_models(paths, torch_device, average)
+    return loaded, decode_config(loaded.config.decode, overrides, **decode_flags), torch_device
 
 
 class Translator:

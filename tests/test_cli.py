@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from training_runs import train_losses, wait_for_step
 
+from nmtkit.config import DataConfig, DecodeConfig, TrainConfig, help_for
+
 ROOT = Path(__file__).resolve().parents[1]
 REVERSE_CONFIG = ROOT / "recipes" / "reverse" / "config.yaml"
 
@@ -224,6 +226,17 @@ def test_prepare_rejects_missing_or_empty_files(tmp_path: Path, case: str):
     assert_one_line_error(result, "nope.src" if case == "missing" else "empty")
 
 
+@pytest.mark.parametrize(("files", "needle"), [(("--dev-src", "--dev-tsv"), "give either --dev-tsv or"),
+                                               (("--test-tgt",), "--test-src and --test-tgt must be given together")])
+def test_prepare_rejects_a_split_given_by_halves_or_twice(tmp_path: Path, files: tuple[str, ...], needle: str):
+    src, tgt = write(tmp_path / "c.src", b"a b\n"), write(tmp_path / "c.tgt", b"b a\n")
+    given = [arg for option in files for arg in (option, src)]
+    result = nmtkit("prepare", "--train-src", src, "--train-tgt", tgt, *given, "--out", str(tmp_path / "d"),
+                    check=False)
+    assert_one_line_error(result, needle)
+    assert not (tmp_path / "d").exists()
+
+
 @pytest.mark.parametrize(("override", "needle"), [("train.lrate=1", "train.lrate"),
                                                   ("train.max_steps=many", "train.max_steps"),
                                                   ("model.norm=middle", "model.norm")])
@@ -263,6 +276,18 @@ def test_evaluate_rejects_length_mismatch(tmp_path: Path):
 def test_help_of_every_subcommand():
     for command in ("prepare", "train", "translate", "evaluate", "align"):
         assert "Usage" in nmtkit(command, "--help").stdout.decode()
+
+
+@pytest.mark.parametrize(("command", "option", "section", "key"), [
+    ("translate", "--beam", DecodeConfig, "beam"), ("translate", "--nbest", DecodeConfig, "nbest"),
+    ("translate", "--length-penalty", DecodeConfig, "length_penalty"),
+    ("train", "--update-freq", TrainConfig, "update_freq"), ("train", "--max-time", TrainConfig, "max_time"),
+    ("prepare", "--subword", DataConfig, "subword")])
+def test_option_help_is_the_config_keys_help(monkeypatch, command: str, option: str, section: type, key: str):
+    monkeypatch.setenv("COLUMNS", "1000")  # one line per option
+    rows = [line.lstrip("│ ") for line in nmtkit(command, "--help").stdout.decode().splitlines()]
+    lines = [row for row in rows if row.startswith(f"{option} ")]
+    assert len(lines) == 1 and help_for(section, key) in lines[0]
 
 
 def resumable_training(reverse_data: Path, run: Path) -> list[str]:

@@ -1,10 +1,21 @@
-"""Tests for nmtkit/config.py: typed dataclass configs, YAML files and dotted overrides."""
+"""Tests for nmtkit/config.py: typed dataclass configs, YAML files, dotted overrides, and command-line flags merged
+into a section."""
 
 from __future__ import annotations
 
 import pytest
 
-from nmtkit.config import DecodeConfig, apply_overrides, load_yaml
+from nmtkit.config import (
+    DataConfig,
+    DecodeConfig,
+    TrainConfig,
+    apply_overrides,
+    data_config,
+    decode_config,
+    help_for,
+    load_yaml,
+    merge_flags,
+)
 from nmtkit.errors import NmtkitError
 from nmtkit.run_config import build_config
 
@@ -99,3 +110,44 @@ def test_decode_settings_that_contradict_each_other_are_errors(settings, needle)
         DecodeConfig(**settings)
     with pytest.raises(NmtkitError, match=needle):
         build_config({"decode": settings})
+
+
+def test_merge_flags_takes_the_flags_given_and_keeps_the_rest():
+    section = {"beam": 5, "nbest": 2}
+    merged = merge_flags(section, beam=1, nbest=None, seed=3)
+    assert merged == {"beam": 1, "nbest": 2, "seed": 3}
+    assert section == {"beam": 5, "nbest": 2}  # a copy: the section read is left as it was
+    assert merge_flags(None, max_steps=10, seed=None) == {"max_steps": 10}  # `train:` with nothing under it
+    assert merge_flags({"sample": True}, sample=False) == {"sample": False}  # False is given, only None is not
+
+
+def test_merge_flags_refuses_a_section_that_is_not_a_mapping():
+    with pytest.raises(NmtkitError, match="expected a mapping"):
+        merge_flags("fast", max_steps=10)
+
+
+def test_help_for_is_the_fields_help_text():
+    assert help_for(DecodeConfig, "beam") == "beam size (1 = greedy)"
+    assert help_for(TrainConfig, "max_steps") == "stop after this many updates (0 = no limit)"
+    with pytest.raises(KeyError, match="beam_size"):
+        help_for(DecodeConfig, "beam_size")
+
+
+def test_data_config_reads_the_file_then_the_flags_then_the_overrides(tmp_path):
+    path = tmp_path / "data.yaml"
+    path.write_text("subword: unigram\nvocab_size: 500\nseed: 4\n", encoding="utf-8")
+    config = data_config(path, ["data.seed=5", "max_words=9"], vocab_size=300, joint=None)
+    assert (config.subword, config.vocab_size, config.joint, config.seed, config.max_words) == ("unigram", 300, True,
+                                                                                               5, 9)
+    assert data_config(None, [], subword=None) == DataConfig()
+    with pytest.raises(NmtkitError, match="data.vocab"):
+        data_config(None, ["vocab=3"])
+
+
+def test_decode_config_takes_the_checkpoints_settings_then_the_flags_then_the_overrides():
+    saved = DecodeConfig(beam=4, nbest=2, alpha=0.6)
+    config = decode_config(saved, ["decode.alpha=0.7"], beam=6, nbest=None)
+    assert (config.beam, config.nbest, config.alpha) == (6, 2, 0.7)
+    assert decode_config(saved, []) == saved
+    with pytest.raises(NmtkitError, match="--nbest 2"):
+        decode_config(saved, [], beam=1)

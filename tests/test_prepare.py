@@ -1,4 +1,5 @@
-"""prepare_data: joint and separate subwords, TSV input, filters recorded in the manifest, binarized splits."""
+"""prepare_data: joint and separate subwords, TSV input, filters recorded in the manifest, binarized splits; which
+files a split comes from."""
 
 from __future__ import annotations
 
@@ -31,6 +32,18 @@ def write_pair(folder: Path, name: str, pairs: list[tuple[str, str]]) -> SplitFi
     (folder / f"{name}.src").write_text("".join(s + "\n" for s, _ in pairs), encoding="utf-8")
     (folder / f"{name}.tgt").write_text("".join(t + "\n" for _, t in pairs), encoding="utf-8")
     return SplitFiles(src=folder / f"{name}.src", tgt=folder / f"{name}.tgt")
+
+
+@pytest.mark.parametrize(("files", "needle"), [
+    (dict(src=Path("a"), tsv=Path("t")), "give either --dev-tsv or --dev-src/--dev-tgt, not both"),
+    (dict(src=Path("a")), "--dev-src and --dev-tgt must be given together"),
+    (dict(tgt=Path("b")), "--dev-src and --dev-tgt must be given together"),
+])
+def test_a_split_is_two_files_or_one_tsv(files, needle):
+    with pytest.raises(NmtkitError, match=needle):
+        SplitFiles(**files, name="dev")
+    assert SplitFiles(Path("a"), Path("b")).given and SplitFiles(tsv=Path("t")).given
+    assert not SplitFiles(name="test").given
 
 
 def test_separate_vocabularies_and_round_trip(tmp_path: Path):

@@ -8,13 +8,14 @@ import random
 import pytest
 import torch
 
-from nmtkit.checkpoint import LoadedModel
+from nmtkit.checkpoint import LoadedModel, make_payload, save_atomic
 from nmtkit.config import DataConfig, DecodeConfig
 from nmtkit.data.subword import train_subword
+from nmtkit.errors import NmtkitError
 from nmtkit.precision import decoding_timings
 from nmtkit.registry import build_model
 from nmtkit.run_config import build_config
-from nmtkit.translate import Translator, format_hypotheses, length_batches, translate_stream
+from nmtkit.translate import Translator, format_hypotheses, length_batches, load_translation, translate_stream
 
 WORDS = "uno dos tres cuatro cinco seis siete ocho nueve diez".split()
 
@@ -85,3 +86,17 @@ def test_format_hypotheses():
     assert format_hypotheses(hyps, 3, nbest=1, scores=False) == "a b\n"
     assert format_hypotheses(hyps, 3, nbest=1, scores=True) == "a b ||| -0.5000\n"
     assert format_hypotheses(hyps, 3, nbest=2, scores=False) == "3 ||| a b ||| -0.5000\n3 ||| a c ||| -1.2500\n"
+
+
+def test_load_translation_applies_the_flags_and_overrides_to_the_checkpoints_decode_settings(loaded: LoadedModel,
+                                                                                            tmp_path):
+    config = copy.deepcopy(loaded.config)
+    config.decode = DecodeConfig(beam=3, nbest=2, alpha=0.6)
+    save_atomic(make_payload(config, loaded.model, (loaded.src_subword, loaded.tgt_subword)), tmp_path / "model.pt")
+    restored, decode, device = load_translation([tmp_path / "model.pt"], 0, "cpu", 1, {"beam": 4, "nbest": None},
+                                                ["decode.alpha=0.5"])
+    assert (decode.beam, decode.nbest, decode.alpha) == (4, 2, 0.5)
+    assert device == torch.device("cpu")
+    assert restored.model.state_dict().keys() == loaded.model.state_dict().keys()
+    with pytest.raises(NmtkitError, match="--nbest 2"):
+        load_translation([tmp_path / "model.pt"], 0, "cpu", 1, {"beam": 1}, [])

@@ -27,11 +27,23 @@ CHUNK = 100_000  # lines encoded at once: memory is bounded by the chunk, not th
 
 @dataclass
 class SplitFiles:
-    """Where one split comes from: two line-aligned files or one TSV file."""
+    """Where one split comes from: two line-aligned files or one TSV file; none of them when the split is not given.
+    `name` names the split's command-line options in errors."""
 
     src: Path | None = None
     tgt: Path | None = None
     tsv: Path | None = None
+    name: str = "train"
+
+    def __post_init__(self):
+        if self.tsv is not None and (self.src or self.tgt):
+            raise NmtkitError(f"give either --{self.name}-tsv or --{self.name}-src/--{self.name}-tgt, not both")
+        if (self.src is None) != (self.tgt is None):
+            raise NmtkitError(f"--{self.name}-src and --{self.name}-tgt must be given together")
+
+    @property
+    def given(self) -> bool:
+        return self.src is not None or self.tsv is not None
 
     def pairs(self) -> Iterator[tuple[str, str]]:
         """The (source, target) lines, read one at a time and checked (UTF-8, equal line counts, not empty)."""
