@@ -212,8 +212,8 @@ def _open_lines(path: Path | None):
 @app.command()
 @handle_errors
 def translate(
-    model: Annotated[list[Path], typer.Option("--model", "-m", help="checkpoint (repeat for an ensemble)",
-                                              dir_okay=False)],
+    model: Annotated[list[Path], typer.Option("--model", "-m", help="checkpoint (repeat for an ensemble), or a "
+                                              "directory written by nmtkit export")],
     input: Annotated[Path | None, typer.Option("--input", "-i", help="input file (default: stdin)")] = None,
     beam: Annotated[int | None, typer.Option(help="beam size (default: from the checkpoint, 5)")] = None,
     greedy: Annotated[bool, typer.Option(help="greedy search (same as --beam 1)")] = False,
@@ -244,28 +244,39 @@ def translate(
     overrides: Overrides = None,
 ) -> None:
     """Translate lines from stdin (or --input) to stdout, one output line per input line (K with --nbest K)."""
-    from nmtkit.config import DecodeConfig, apply_overrides, from_dict, to_dict
-    from nmtkit.ensemble import load_models
-    from nmtkit.runtime import pick_device, set_threads
+    from nmtkit.config import apply_overrides
     from nmtkit.translate import Translator, translate_stream
 
-    set_threads(threads)
-    torch_device = pick_device(device)
-    loaded = load_models(model, torch_device, average)
-    raw = to_dict(loaded.config.decode)
     flags = {"beam": 1 if greedy else beam, "batch_tokens": batch_tokens, "buffer_size": buffer_size,
              "length_penalty": length_penalty, "alpha": alpha, "beta": beta, "word_penalty": word_penalty,
              "coverage_penalty": coverage_penalty, "min_len": min_len, "stop_finished": stop_finished,
              "max_len_a": max_len_a, "max_len_b": max_len_b, "nbest": nbest,
              "dtype": "float16" if fp16 else "bfloat16" if bf16 else None, "sample": sample or None,
              "temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed}
-    raw.update({key: value for key, value in flags.items() if value is not None})
-    decode = from_dict(DecodeConfig, apply_overrides({"decode": raw}, overrides or [])["decode"], "decode.")
-    if alignment and decode.nbest > 1:
+    raw = {key: value for key, value in flags.items() if value is not None}
+    decode = apply_overrides({"decode": raw}, overrides or [])["decode"]
+    translator = Translator.load(model, device, threads, average, **decode)
+    if alignment and translator.decode.nbest > 1:
         raise NmtkitError("--alignment prints the links of the best translation; it does not combine with --nbest")
-    for text in translate_stream(Translator(loaded, decode, torch_device), _open_lines(input), scores, alignment):
+    for text in translate_stream(translator, _open_lines(input), scores, alignment):
         sys.stdout.write(text)
         sys.stdout.flush()
+
+
+@app.command()
+@handle_errors
+def export(
+    model: Annotated[Path, typer.Option("--model", "-m", help="Transformer checkpoint", dir_okay=False)],
+    out: Annotated[Path, typer.Option(help="model directory to write (absent or empty)")],
+    to: Annotated[str, typer.Option(help="runtime to export for: ctranslate2")] = "ctranslate2",
+    quantization: Annotated[str, typer.Option(help="weights: float32, int8, int8_float32, int8_float16, "
+                                                   "int8_bfloat16, float16, bfloat16 or int16")] = "float32",
+) -> None:
+    """Export a Transformer checkpoint to a directory that `translate -m DIR` and `serve -m DIR` run with
+    CTranslate2 (subword models included); prints a JSON summary."""
+    from nmtkit.export import export_model
+
+    print(json.dumps(export_model(model, out, to, quantization)))
 
 
 @app.command()

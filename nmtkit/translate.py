@@ -6,17 +6,22 @@ Exactly one output line per input line: an empty line gives an empty line, and e
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Iterable, Iterator
 from itertools import islice
+from pathlib import Path
 
 import torch
 
 from nmtkit.checkpoint import LoadedModel
-from nmtkit.config import DecodeConfig
+from nmtkit.config import DecodeConfig, from_dict, to_dict
+from nmtkit.ct2 import CTranslate2Search, ExportedModel, load_exported
 from nmtkit.data.dataset import encode_sources
+from nmtkit.ensemble import load_models
 from nmtkit.errors import NmtkitError
 from nmtkit.precision import decoding_timings, describe, dtype_name, fastest
+from nmtkit.runtime import pick_device, set_threads
 from nmtkit.search import (
     Hypothesis,
     LengthPenalty,
@@ -63,6 +68,35 @@ class Translator:
         self.max_source = (loaded.model.max_length() or 1024) - 1  # EOS takes a position
         generator = torch.Generator(device).manual_seed(decode.seed)
         self.sampler = Sampler(decode.temperature, decode.top_k, decode.top_p, generator)
+
+    @classmethod
+    def load(cls, path: str | Path | list[str | Path], device: str = "auto", threads: int | None = None,
+             average: int = 0, **decode) -> Translator:
+        """A Translator for a checkpoint (a list of several: an ensemble) or a directory written by `nmtkit export`
+        (translated by CTranslate2). Keyword options are DecodeConfig fields (beam=5, nbest=2, ...) and override
+        the model's own decode settings; `threads` CPU threads (0: all cores; None: torch's setting as it is);
+        `average` N averages the last N checkpoint_<step>.pt of the checkpoint's run."""
+        paths = [Path(item) for item in (path if isinstance(path, (list, tuple)) else [path])]
+        if any(item.is_dir() for item in paths):
+            if len(paths) > 1 or average:
+                raise NmtkitError("an exported directory translates alone: no ensemble, no --average")
+            exported = load_exported(paths[0])
+            return ExportedTranslator(exported, override_decode(exported.config.decode, decode), device, threads or 0)
+        if threads is not None:
+            set_threads(threads)
+        torch_device = pick_device(device)
+        loaded = load_models(paths, torch_device, average)
+        return cls(loaded, override_decode(loaded.config.decode, decode), torch_device)
+
+    def with_decode(self, **overrides) -> Translator:
+        """This translator with other search settings (DecodeConfig fields other than dtype); the model is shared."""
+        variant = copy.copy(self)
+        variant.decode = override_decode(self.decode, overrides)
+        if variant.decode.dtype != self.decode.dtype:
+            raise NmtkitError("with_decode keeps the model's precision; load the model again for another dtype")
+        variant.sampler = Sampler(variant.decode.temperature, variant.decode.top_k, variant.decode.top_p,
+                                  self.sampler.generator)
+        return variant
 
     def _truncate(self, ids: list[int], number: int) -> list[int]:
         if len(ids) > self.max_source:
@@ -119,6 +153,34 @@ class Translator:
     def translate(self, lines: list[str], first_line: int = 1) -> list[str]:
         """The best translation of each line; empty lines stay empty."""
         return [hyps[0][0] for hyps in self.translate_nbest(lines, first_line)]
+
+
+class ExportedTranslator(Translator):
+    """A directory written by `nmtkit export` behind the same interface: nmtkit's subword models, batching,
+    truncation and output format; the search runs in CTranslate2 (`nmtkit.ct2`). The PyTorch set-up of
+    `Translator.__init__` does not apply."""
+
+    def __init__(self, exported: ExportedModel, decode: DecodeConfig, device: str = "auto", threads: int = 0):
+        self.loaded, self.decode = exported, decode
+        self.engine = CTranslate2Search(exported, decode, device, threads)
+        self.device, self.max_source = self.engine.device, self.engine.max_source
+
+    def search(self, sources: list[list[int]]) -> list[list[Hypothesis]]:
+        return self.engine(sources)
+
+    def with_decode(self, **overrides) -> Translator:
+        variant = copy.copy(self)
+        variant.decode = override_decode(self.decode, overrides)
+        variant.engine = self.engine.with_decode(variant.decode)
+        return variant
+
+    def alignments(self, lines: list[str], translations: list[str]) -> list[str]:
+        raise NmtkitError("--alignment reads the model's attention in PyTorch: translate with the checkpoint")
+
+
+def override_decode(defaults: DecodeConfig, overrides: dict) -> DecodeConfig:
+    """`defaults` with `overrides` (DecodeConfig field -> value) applied and validated; unknown names are errors."""
+    return from_dict(DecodeConfig, {**to_dict(defaults), **overrides}, "decode.")
 
 
 def format_hypotheses(hyps: list[tuple[str, float]], line_index: int, nbest: int, scores: bool,
