@@ -10,27 +10,25 @@ better below the best (CTranslate2 keeps every hypothesis that ends in a sentenc
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import pytest
 import torch
+from letter_task import letter_lines, letter_task, train_tiny
 from typer.testing import CliRunner
 
 from nmtkit import Translator
 from nmtkit.checkpoint import load_checkpoint, make_payload, restore_model, save_atomic
 from nmtkit.cli import app
-from nmtkit.config import DataConfig, DecodeConfig, build_config
+from nmtkit.config import DecodeConfig, build_config
 from nmtkit.ct2 import NO_LENGTH_PENALTY, CTranslate2Search, load_exported, search_options
 from nmtkit.data.dataset import encode_sources
-from nmtkit.data.prepare import SplitFiles, prepare_data
 from nmtkit.data.subword import EOS
 from nmtkit.errors import NmtkitError
 from nmtkit.export import export_model, model_spec
 from nmtkit.modules.embeddings import sinusoidal_table
 from nmtkit.registry import build_model
 from nmtkit.search import max_lengths
-from nmtkit.training import Trainer
 
 LETTERS = "abcdefgh"
 ARCHITECTURES = [
@@ -60,35 +58,6 @@ def assert_error(result, needle: str) -> None:
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and needle in errors[0], result.stderr
-
-
-def letter_lines(count: int, seed: int, longest: int = 6) -> list[str]:
-    rng = random.Random(seed)
-    return [" ".join(rng.choices(LETTERS, k=rng.randint(1, longest))) for _ in range(count)]
-
-
-def letter_task(root: Path, joint: bool) -> Path:
-    """A prepared data directory: 300 pairs whose target is the source in upper case (word vocabulary)."""
-    lines = letter_lines(300, seed=0)
-    splits = {}
-    for name, chunk in (("train", lines[:260]), ("dev", lines[260:])):
-        for side, text in (("src", chunk), ("tgt", [line.upper() for line in chunk])):
-            (root / f"{name}.{side}").write_text("\n".join(text) + "\n", encoding="utf-8")
-        splits[name] = SplitFiles(root / f"{name}.src", root / f"{name}.tgt")
-    prepare_data(splits, root / "data", DataConfig(subword="word", vocab_size=20, joint=joint))
-    return root / "data"
-
-
-def train_tiny(data: Path, out: Path, steps: int = 120, **model) -> Path:
-    """A Transformer trained for a few seconds: well enough that its translations end with EOS."""
-    config = build_config({
-        "model": {"encoder_layers": 1, "decoder_layers": 2, "d_model": 32, "heads": 4, "ffn": 64, "dropout": 0.0,
-                  "max_positions": 64, **model},
-        "train": {"max_steps": steps, "batch_tokens": 512, "lr": 5e-3, "warmup": 20, "label_smoothing": 0.0,
-                  "valid_every": 10_000, "valid_bleu": False, "log_every": 1000, "threads": 1, "seed": 3}})
-    out.mkdir(parents=True)
-    Trainer(config, data, out).run()
-    return out / "model.pt"
 
 
 @pytest.fixture(scope="module")
