@@ -281,6 +281,34 @@ def export(
 
 @app.command()
 @handle_errors
+def serve(
+    model: Annotated[Path, typer.Option("--model", "-m", help="checkpoint, or a directory written by nmtkit export")],
+    host: Annotated[str, typer.Option(help="address to listen on (0.0.0.0: every interface)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port to listen on (0: any free port, logged on start)")] = 8080,
+    beam: Annotated[int | None, typer.Option(help="default beam size (default: the model's)")] = None,
+    max_sentences: Annotated[int, typer.Option(help="most sentences in one request")] = 256,
+    max_tokens: Annotated[int, typer.Option(help="most subwords in one sentence (0: what the model allows)")] = 0,
+    max_beam: Annotated[int, typer.Option(help="largest beam a request may ask for")] = 16,
+    batch_tokens: Annotated[int, typer.Option(help="subwords of concurrent requests translated together")] = 6000,
+    batch_wait_ms: Annotated[float, typer.Option(help="wait for more requests after one arrives")] = 5.0,
+    device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N")] = "auto",
+    threads: Annotated[int, typer.Option(help="CPU threads (0 = all cores)")] = 0,
+    overrides: Overrides = None,
+) -> None:
+    """Serve translations over HTTP: POST /translate {"sentences": [...]} -> {"translations": [...]}, GET /health.
+
+    Concurrent requests are translated together; SIGTERM or Ctrl-C answers the requests received and exits 0."""
+    from nmtkit.config import apply_overrides
+    from nmtkit.serve import ServeConfig, serve_model
+
+    config = ServeConfig(host=host, port=port, max_sentences=max_sentences, max_tokens=max_tokens, max_beam=max_beam,
+                         batch_tokens=batch_tokens, batch_wait_ms=batch_wait_ms)
+    decode = apply_overrides({"decode": {} if beam is None else {"beam": beam}}, overrides or [])["decode"]
+    serve_model(model, config, device, threads, **decode)
+
+
+@app.command()
+@handle_errors
 def evaluate(
     hyp: Annotated[str, typer.Option(help="hypothesis file, or - for stdin")],
     ref: Annotated[list[Path], typer.Option(help="reference file (repeat for several references)")],
