@@ -56,7 +56,6 @@ from onmt_convert import convert, nmtkit_to_onmt_tokens, source_line
 
 from nmtkit.checkpoint import load_checkpoint
 from nmtkit.config import build_config
-from nmtkit.data.corpus import normalize
 from nmtkit.data.subword import Subword
 
 log = logging.getLogger("translate_speed")
@@ -70,7 +69,7 @@ ONMT_OWN_TIME = re.compile(r"Total translation time \(s\): ([\d.]+)")
 class Inputs:
     """The same sentences for both tools, and what turns OpenNMT-py's output tokens back into text."""
 
-    text: Path  # nmtkit input: the non-empty input lines, whitespace-normalised
+    text: Path  # nmtkit input: the non-empty input lines, as written
     pieces: Path  # OpenNMT-py input: the same lines as SentencePiece tokens + </s>
     refs: list[str] | None
     tgt_subword: Subword
@@ -138,8 +137,8 @@ def prepare_inputs(args: argparse.Namespace, payload: dict, workdir: Path) -> In
     """Write the non-empty input lines for nmtkit, and for OpenNMT-py the pieces nmtkit feeds its model: the
     SentencePiece ids cut to max_positions - 1 as nmtkit cuts them, then the EOS it appends."""
     lines = args.input.read_text(encoding="utf-8").splitlines()
-    kept = [index for index, line in enumerate(lines) if normalize(line)]
-    texts = [normalize(lines[index]) for index in kept]
+    kept = [index for index, line in enumerate(lines) if line.strip()]
+    texts = [lines[index] for index in kept]  # as written: nmtkit encodes a line as it is
     src_subword = Subword(payload["subword"]["src"])
     tgt_subword = src_subword if payload["subword"]["joint"] else Subword(payload["subword"]["tgt"])
     limit = build_config(payload["config"]).model.max_positions - 1
