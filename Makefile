@@ -36,6 +36,8 @@ bench: bible-data
 	  || echo "align_aer.py skipped: run make recipe-bible first" >&2
 	[ -f runs/bible-es-en/transformer/model.pt ] && $(BIN)/python benchmarks/translate_speed.py --reduced-precision \
 	  || echo "translate_speed.py skipped: run make recipe-bible first" >&2
+	[ -f runs/bible-es-en/transformer/model.pt ] && $(BIN)/python benchmarks/serve_speed.py \
+	  || echo "serve_speed.py skipped: run make recipe-bible first" >&2
 
 recipe-reverse: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/reverse/run.sh

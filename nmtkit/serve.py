@@ -34,6 +34,7 @@ from nmtkit.translate import ExportedTranslator, Translator
 
 log = logging.getLogger(__name__)
 
+LISTENING = "serving on http://%s:%d (POST /translate, GET /health)"  # what clients may read the port from
 MAX_BODY = 4 * 1024 * 1024  # bytes of one request body: far more than max_sentences long sentences take
 # the search options a request may set, with their JSON types (a bool is not a number here)
 REQUEST_OPTIONS = {"beam": int, "nbest": int, "length_penalty": str, "alpha": float, "min_len": int,
@@ -277,7 +278,7 @@ async def serve_until_stopped(translator: Translator, config: ServeConfig) -> No
         site = web.TCPSite(runner, config.host, config.port)
         await site.start()
         host, port = runner.addresses[0][:2]
-        log.info("serving on http://%s:%d (POST /translate, GET /health)", host, port)
+        log.info(LISTENING, host, port)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for number in (signal.SIGTERM, signal.SIGINT):
