@@ -10,22 +10,26 @@ search of each batch runs in CTranslate2, with options chosen so that it finds w
   a word penalty and --stop-finished have no CTranslate2 counterpart and are refused.
 - the length limit a * |X| + b (EOS included) is nmtkit's own (`max_lengths`), per sentence: sentences are sent to
   CTranslate2 in groups of one limit. nmtkit ends a hypothesis that reaches its limit with a forced EOS, which
-  CTranslate2 cannot do; it cuts the hypothesis there instead, and the EOS and its log-probability are added
-  afterwards (`score_batch`), so greedy search gives nmtkit's tokens and scores exactly.
-- greedy search sums log-probabilities without length normalization, as nmtkit's; sampling draws from the same
-  distribution with CTranslate2's random numbers (seeded by --seed), so its samples are not nmtkit's.
-Known differences, on hypotheses nmtkit would rank alike: where more hypotheses finish in a sentence's last step
-than the beam has room left for, nmtkit keeps the best of them only and CTranslate2 all, so an n-best list below
-its best entry can differ; a beam that reaches the length limit continues in nmtkit from the K best non-EOS of 2K
-candidates and is cut in CTranslate2 from those within the top K; and with --coverage-penalty, the score of a
-hypothesis cut at the limit lacks the coverage of the EOS step.
+  CTranslate2 cannot do: it cuts the hypothesis one token earlier instead, and the EOS and its log-probability are
+  added afterwards (`score_batch`); a beam search that reached the limit is run again to see every hypothesis it
+  finished, and keeps those nmtkit's beam has room for (`finished_at_limit`, `nmtkit_room`).
+- greedy search sums log-probabilities without length normalization, as nmtkit's. Scores that CTranslate2 computes
+  otherwise (a minimum length renormalizes each step without EOS, sampling scores the temperature-scaled
+  distribution) are computed again. Sampling draws from the same distribution with CTranslate2's random numbers
+  (seeded by --seed), so its samples are not nmtkit's.
+So greedy search gives nmtkit's tokens and scores, and beam search nmtkit's best hypothesis, except where the two
+searches cannot be made alike: below the best, an n-best list can differ when more hypotheses finish in a
+sentence's last step than nmtkit's beam has room for (nmtkit keeps the best of them, CTranslate2 all, and then its
+K best overall); with a minimum length, the renormalized steps can rank beams otherwise; a beam that reaches the
+length limit continues in nmtkit from the K best non-EOS of 2K candidates, in CTranslate2 from those within the top
+K (they differ when an EOS is among the top K one step before the limit); and with --coverage-penalty, a
+hypothesis cut at the limit keeps CTranslate2's score, whose coverage lacks the EOS step.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import logging
 import os
 from dataclasses import dataclass
 from itertools import groupby
@@ -36,8 +40,6 @@ from nmtkit.data.dataset import encode_sources
 from nmtkit.data.subword import EOS, Subword
 from nmtkit.errors import NmtkitError
 from nmtkit.search import Hypothesis, LengthPenalty, max_lengths
-
-log = logging.getLogger(__name__)
 
 MANIFEST, MANIFEST_FORMAT = "nmtkit.json", 1
 SOURCE_SUBWORD, TARGET_SUBWORD = "source.spm", "target.spm"

@@ -307,7 +307,8 @@ def test_export_translate_through_the_command_line(pre_norm, tmp_path):
 
 
 def test_a_random_model_that_never_ends_is_cut_as_nmtkit_cuts_it(tmp_path, pre_norm):
-    """Random weights whose EOS is never likely: every output runs into its length limit."""
+    """Random weights whose EOS is never likely: every hypothesis runs into its length limit, where nmtkit forces
+    EOS and CTranslate2 cuts; then even the n-best lists are nmtkit's (no EOS is among the top K before the limit)."""
     payload = load_checkpoint(pre_norm[0])
     loaded = restore_model(payload, torch.device("cpu"))
     torch.manual_seed(0)
@@ -317,6 +318,8 @@ def test_a_random_model_that_never_ends_is_cut_as_nmtkit_cuts_it(tmp_path, pre_n
     save_atomic(make_payload(loaded.config, model, (loaded.src_subword, loaded.tgt_subword)), tmp_path / "m.pt")
     export_model(tmp_path / "m.pt", tmp_path / "ct2")
     lines = letter_lines(10, seed=13)
-    pytorch, ct2 = both((tmp_path / "m.pt", tmp_path / "ct2"), lines, beam=1, max_len_b=3)
-    assert [hyps[0][0] for hyps in ct2] == [hyps[0][0] for hyps in pytorch]
-    assert [hyps[0][1] for hyps in ct2] == pytest.approx([hyps[0][1] for hyps in pytorch], abs=1e-4)
+    for search in ({"beam": 1}, {"beam": 4, "nbest": 4}, {"beam": 3, "length_penalty": "none", "nbest": 3}):
+        pytorch, ct2 = both((tmp_path / "m.pt", tmp_path / "ct2"), lines, max_len_b=3, **search)
+        assert [[text for text, _ in hyps] for hyps in ct2] == [[text for text, _ in hyps] for hyps in pytorch]
+        assert [score for hyps in ct2 for _, score in hyps] == pytest.approx(
+            [score for hyps in pytorch for _, score in hyps], abs=1e-4)
