@@ -32,6 +32,7 @@ from sentencepiece import sentencepiece_model_pb2
 from torch import Tensor
 
 from nmtkit.data.subword import EOS, Subword
+from nmtkit.errors import NmtkitError
 
 NEG_INF = float("-inf")
 
@@ -317,6 +318,20 @@ class PieceTable:
         return torch.tensor(tokens, dtype=torch.long), torch.tensor(written, dtype=torch.long)
 
 
+def completable(moves: list[tuple[Tensor, Tensor]]) -> tuple[tuple[Tensor, Tensor], ...]:
+    """Keep only the moves through a partial word (per byte offset: tokens, bytes written) that lead to an offset
+    from which the word can still be finished: "▁the" writes the start of " then", but a word vocabulary has no
+    piece that goes on with "n"."""
+    finishable = [False] * len(moves) + [True]
+    kept: list[tuple[Tensor, Tensor]] = [(torch.zeros(0, dtype=torch.long),) * 2] * len(moves)
+    for offset in reversed(range(len(moves))):
+        tokens, written = moves[offset]
+        leads = torch.tensor([finishable[offset + count] for count in written.tolist()], dtype=torch.bool)
+        kept[offset] = (tokens[leads], written[leads])
+        finishable[offset] = bool(leads.any())
+    return tuple(kept)
+
+
 def split_prefix(text: str) -> tuple[str, str, str]:
     """(its complete words, the spaces before its last word, its last word): "I went to Th" -> ("I went to", " ",
     "Th"). A prefix that ends in spaces ends with a complete word: "I went " -> ("I went", " ", "")."""
@@ -343,11 +358,13 @@ class ConstraintEncoder:
                            forced, partial)
 
     def phrase(self, text: str) -> tuple[int, ...]:
-        """The pieces of `text` as a sentence writes it after a space: those of "x <text>" from the space on. (At
-        the start of a sentence SentencePiece's dummy prefix gives a word the same pieces.)"""
-        context = "x "
-        [encoded] = self.subword.processor.encode([context + text.strip()], out_type="proto")
-        return tuple(piece.id for piece in encoded.pieces if piece.begin >= len(context) - 1)
+        """The pieces of `text` as a sentence writes it after a space. nmtkit's SentencePiece models add a dummy
+        prefix (a space) to a sentence, so a phrase encoded alone gets exactly those pieces, under every
+        normalization rule and model type (encoding " text" and dropping a leading "▁" piece would not: a unigram
+        model may write "▁" as a piece of its own before "P a u l", and the NFKC rules drop leading spaces)."""
+        if not self.dummy_prefix:
+            raise NmtkitError("constraints need a subword model that adds SentencePiece's dummy prefix (nmtkit's do)")
+        return tuple(self.subword.encode([text.strip()])[0])
 
     def prefix(self, text: str) -> tuple[tuple[int, ...], tuple[tuple[Tensor, Tensor], ...]]:
         """The pieces of the prefix's complete words as a sentence starts with them, and the moves through the
@@ -357,7 +374,7 @@ class ConstraintEncoder:
         if self.collapses_spaces:  # the NFKC rules drop leading spaces and squeeze the others into one
             spaces = " " if head and spaces else ""
         rest = (" " if self.dummy_prefix and not head else "").encode() + (spaces.encode() + self._normalized(word))
-        return forced, tuple(self.pieces.moves(rest[offset:]) for offset in range(len(rest)))
+        return forced, completable([self.pieces.moves(rest[offset:]) for offset in range(len(rest))])
 
     def _normalized(self, word: str) -> bytes:
         """The word as the subword model's normalization rule writes it (unchanged under `identity`)."""

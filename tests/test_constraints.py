@@ -19,6 +19,7 @@ from nmtkit.constraints import (
     PieceTable,
     advance_phrases,
     allocate,
+    completable,
     constrained_limits,
     phrase_transitions,
     repeated,
@@ -258,6 +259,14 @@ def test_a_phrase_gets_the_pieces_it_has_inside_a_sentence(subword):
         for sentence in (f"and {phrase} went", f"{phrase} said", f"they went to {phrase}"):
             assert contains(subword.encode([sentence])[0], pieces), (phrase, sentence)
         assert encoder.phrase(f"  {phrase} ") == pieces
+
+
+def test_completable_drops_moves_into_dead_ends():
+    # three bytes: token 5 writes one, 6 two, 7 all three; from offset 1, 8 writes the other two (and 9 one, to
+    # offset 2); from offset 2 nothing goes on
+    kept = completable([moves((5, 1), (6, 2), (7, 3)), moves((8, 2), (9, 1)), moves()])
+    assert [(tokens.tolist(), written.tolist()) for tokens, written in kept] == [([5, 7], [1, 3]), ([8], [2]),
+                                                                                 ([], [])]
 
 
 def test_split_prefix():
