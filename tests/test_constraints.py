@@ -9,6 +9,7 @@ import random
 
 import pytest
 import torch
+from devices import device_params
 from test_models import NAMES, encoded, make_model
 from test_search import PENALTIES, FixedDecoder, sources
 
@@ -222,16 +223,17 @@ def assert_meets(hyps, constraints: Constraints | None) -> None:
         assert meets(hyp.tokens, constraints or Constraints()), hyp.tokens
 
 
+@pytest.mark.parametrize("device", device_params())
 @pytest.mark.parametrize("name", NAMES)
-def test_constrained_search_meets_the_constraints_with_every_model(name):
-    model = make_model(name, seed=3)
+def test_constrained_search_meets_the_constraints_with_every_model(name, device):
+    model = make_model(name, seed=3, device=device)
     sentences = [[4, 5, 6], [7, 8, 9, 10, 11, 4], [5, 9, 11, 6, 12], [6, 6, 7]]
-    src, src_mask = encoded(sentences, "cpu")
+    src, src_mask = encoded(sentences, device)
     limit = constrained_limits(max_lengths(src_mask, 1.0, 2), LINES, 60)
     found = beam_search(model, src, src_mask, limit, 3, LengthPenalty("average"), constraints=LINES)
     for index, (hyps, constraints) in enumerate(zip(found, LINES)):
         assert_meets(hyps, constraints)
-        alone = beam_search(model, *encoded([sentences[index]], "cpu"), limit[index : index + 1], 3,
+        alone = beam_search(model, *encoded([sentences[index]], device), limit[index : index + 1], 3,
                             LengthPenalty("average"), constraints=[constraints])
         assert [hyp.tokens for hyp in hyps] == [hyp.tokens for hyp in alone[0]]
 
