@@ -174,13 +174,14 @@ class _Beams:
 
 def top_choice(candidates: Tensor) -> Choice:
     """Rank the 2K best of a sentence's candidates (n, K, V): EOS candidates among the top K finish, the K best
-    others go on."""
+    others go on (ties in the order of the 2K, as constrained search ranks an unconstrained sentence)."""
     beam_size, vocab = candidates.shape[1:]
     top_scores, top_ids = candidates.view(candidates.size(0), -1).topk(2 * beam_size, dim=1)
     is_eos = top_ids % vocab == EOS
     finish_scores = top_scores[:, :beam_size].masked_fill(~is_eos[:, :beam_size], float("-inf"))
-    next_scores, order = top_scores.masked_fill(is_eos, float("-inf")).topk(beam_size, dim=1)
-    return Choice(finish_scores, top_ids[:, :beam_size], next_scores, top_ids.gather(1, order))
+    going = top_scores.masked_fill(is_eos, float("-inf"))
+    order = going.argsort(dim=1, descending=True, stable=True)[:, :beam_size]
+    return Choice(finish_scores, top_ids[:, :beam_size], going.gather(1, order), top_ids.gather(1, order))
 
 
 def _finalize(beams: _Beams, choice: Choice, vocab: int, step: int, finished: list[list[Hypothesis]],

@@ -11,7 +11,7 @@ import pytest
 import torch
 from devices import device_params
 from test_models import NAMES, encoded, make_model
-from test_search import PENALTIES, FixedDecoder, sources
+from test_search import EMPTY_FIRST, LENGTH_CASE, MISLEADING, PENALTIES, FixedDecoder, sources, table
 
 from nmtkit.config import DataConfig
 from nmtkit.constraints import (
@@ -172,6 +172,24 @@ def test_every_hypothesis_of_a_narrow_beam_meets_its_constraints(seed, beam_size
         assert [hyp.score for hyp in hyps] == pytest.approx([hyp.score for hyp in alone], abs=1e-6)
         if constraints is None:
             assert [hyp.tokens for hyp in hyps] == [hyp.tokens for hyp in plain[0]]
+
+
+TIES = table(5, {}, default=torch.full((6,), 1 / 6))  # every token equally likely at every step
+
+
+@pytest.mark.parametrize("probs", [MISLEADING, LENGTH_CASE, EMPTY_FIRST, TIES], ids=["misleading", "length",
+                                                                                  "empty-first", "ties"])
+@pytest.mark.parametrize("beam_size", [1, 2, 4])
+def test_an_unconstrained_line_is_searched_as_alone_even_among_ties(probs, beam_size):
+    """These tables have many equal probabilities: a line without constraints, batched with constrained lines,
+    gets plain search's hypotheses in plain search's order."""
+    model, limit = FixedDecoder(probs), torch.tensor([probs.size(0)] * 2)
+    for penalty in PENALTIES:
+        [plain] = beam_search(model, *sources(1), limit[:1], beam_size, penalty)
+        mixed = beam_search(model, *sources(2), limit, beam_size, penalty,
+                            constraints=[Constraints(positive=((5,),)), None])
+        assert [hyp.tokens for hyp in mixed[1]] == [hyp.tokens for hyp in plain]
+        assert [hyp.score for hyp in mixed[1]] == [hyp.score for hyp in plain]
 
 
 @pytest.mark.parametrize("constraints", [
