@@ -4,7 +4,9 @@ lines that carry constraints. It sees only token ids and scores, so it works the
 A line's constraints, in target subword ids (`Constraints`; `ConstraintEncoder` builds them from text):
 - positive phrases must all appear in the output, in any order. Each is tracked on its own as the longest prefix of
   it that the output ends with (Knuth-Morris-Pratt), so a partial match that breaks falls back to what still
-  matches, and overlapping phrases share tokens: A B C meets both [A B] and [B C].
+  matches, and overlapping phrases share tokens: A B C meets both [A B] and [B C]. Given the vocabulary's
+  `WordEnds`, a phrase is met only as whole words: a full match waits for the next token, and one that goes on with
+  the word ("Jew" then "s") undoes it.
 - a token that would complete a negative phrase gets -inf.
 - a prefix: the pieces of its complete words are forced one by one; its last word, which may be cut short ("Th"),
   is matched at the byte level: each step allows only the pieces that agree with the bytes still to match
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,6 +34,7 @@ import torch.nn.functional as F
 from sentencepiece import sentencepiece_model_pb2
 from torch import Tensor
 
+from nmtkit.data.corpus import UNSPACED
 from nmtkit.data.subword import EOS, Subword
 from nmtkit.errors import NmtkitError
 
@@ -56,6 +60,15 @@ class Constraints:
         return len(self.forced) + len(self.partial) + sum(map(len, self.positive)) + 1
 
 
+@dataclass(frozen=True, eq=False)
+class WordEnds:
+    """Which pieces of a vocabulary go on with the word before them, so that a positive phrase is met only as whole
+    words ("Jew" is not met by "Jew" + "s", nor "Paul" by "Paul" + "ine")."""
+
+    glued: Tensor  # (V,) no leading space, and a letter or digit of a script written with spaces comes first
+    open: Tensor  # (V,) such a letter or digit comes last, so a glued piece after it goes on with the word
+
+
 def constrained_limits(max_len: Tensor, constraints: Sequence[Constraints | None], cap: int) -> Tensor:
     """Each sentence's output length limit, raised where its constraints need more room (at most `cap`)."""
     room = torch.tensor([1 if line is None else line.room() for line in constraints], device=max_len.device)
@@ -63,9 +76,9 @@ def constrained_limits(max_len: Tensor, constraints: Sequence[Constraints | None
 
 
 def phrase_transitions(phrase: Sequence[int]) -> list[list[int]]:
-    """table[s][i]: how much of `phrase` an output matches after it matched the first s tokens and then emits
-    phrase[i] (the longest prefix of the phrase that ends the output: Knuth-Morris-Pratt). Any token that is not in
-    the phrase leads to 0."""
+    """table[s][i] for s in 0..len(phrase): how much of `phrase` an output matches after it matched the first s
+    tokens and then emits phrase[i] (the longest prefix of the phrase that ends the output: Knuth-Morris-Pratt).
+    Any token that is not in the phrase leads to 0."""
     fallback = [0] * (len(phrase) + 1)  # longest proper prefix of phrase[:k] that is also its suffix
     for k in range(2, len(phrase) + 1):
         matched = fallback[k - 1]
@@ -74,22 +87,27 @@ def phrase_transitions(phrase: Sequence[int]) -> list[list[int]]:
         fallback[k] = matched + (phrase[matched] == phrase[k - 1])
 
     def following(state: int, token: int) -> int:
-        while state and phrase[state] != token:
+        while state == len(phrase) or (state and phrase[state] != token):
             state = fallback[state]
         return state + (phrase[state] == token)
 
-    return [[following(state, token) for token in phrase] for state in range(len(phrase))]
+    return [[following(state, token) for token in phrase] for state in range(len(phrase) + 1)]
 
 
-def advance_phrases(phrases: Tensor, lengths: Tensor, transitions: Tensor, sentences: Tensor, progress: Tensor,
-                    tokens: Tensor) -> Tensor:
-    """Progress (N, P) after each row emits its token (N,); a phrase fully matched stays so. The tables hold each
-    sentence's phrases: phrases (B, P, L) padded with -1, lengths (B, P), transitions (B, P, L+1, L) from
-    `phrase_transitions` (padded with 0); sentences (N,) says whose each row is."""
+def advance_phrases(phrases: Tensor, lengths: Tensor, transitions: Tensor, open_ends: Tensor, sentences: Tensor,
+                    progress: Tensor, tokens: Tensor, glued: Tensor) -> Tensor:
+    """Progress (N, P) after each row emits its token (N,). The tables hold each sentence's phrases: phrases
+    (B, P, L) padded with -1, lengths (B, P), transitions (B, P, L+1, L) from `phrase_transitions` (padded with 0),
+    open_ends (B, P) whether a phrase ends inside a word; sentences (N,) says whose each row is.
+
+    A phrase matched in full (progress = its length) waits for the next token: one that is `glued` (N,) to an open
+    end goes on with the word and undoes the match; any other makes the phrase met for good (length + 1)."""
     slots = torch.arange(phrases.size(1), device=phrases.device)
-    reachable = transitions[sentences.unsqueeze(1), slots, progress]  # (N, P, L): the state each phrase token gives
+    lengths = lengths[sentences]
+    reachable = transitions[sentences.unsqueeze(1), slots, progress.minimum(lengths)]  # (N, P, L) after each token
     following = (reachable * (phrases[sentences] == tokens.view(-1, 1, 1))).amax(dim=-1)
-    return torch.where(progress == lengths[sentences], progress, following)
+    kept = (progress == lengths) & ~(open_ends[sentences] & glued.unsqueeze(1))
+    return torch.where(progress > lengths, progress, torch.where(kept, lengths + 1, following))
 
 
 def allocate(scores: Tensor, banks: Tensor, totals: Tensor, count: int) -> Tensor:
@@ -148,8 +166,19 @@ def _padded(rows: list[list[int]], fill: int, width: int = 1) -> Tensor:
 class ConstraintTracker:
     """The constraints of a batch of sentences as tensors, indexed by sentence (`_Beams.sentences` in search)."""
 
-    def __init__(self, constraints: Sequence[Constraints | None], device: torch.device):
+    def __init__(self, constraints: Sequence[Constraints | None], device: torch.device,
+                 word_ends: WordEnds | None = None):
         lines = [line or Constraints() for line in constraints]
+        self.word_ends = word_ends
+        self._init_phrases(lines, device)
+        self.forced = _padded([list(line.forced) for line in lines], 0).to(device)  # (B, H)
+        self.forced_len = torch.tensor([len(line.forced) for line in lines], device=device)
+        self.partial_len = torch.tensor([len(line.partial) for line in lines], device=device)
+        self.partial_base = (self.partial_len.cumsum(0) - self.partial_len).to(device)
+        self.partial_next = _partial_table(lines).to(device)  # (G, W) byte offset each piece leads to, or -1
+
+    def _init_phrases(self, lines: list[Constraints], device: torch.device) -> None:
+        """Each sentence's positive then negative phrases, padded to P phrases of L tokens."""
         phrases = [[list(phrase) for phrase in (*line.positive, *line.negative)] for line in lines]
         slots = max([1, *map(len, phrases)])
         longest = max([1, *(len(phrase) for line in phrases for phrase in line)])
@@ -158,18 +187,18 @@ class ConstraintTracker:
         self.lengths = torch.tensor([[len(phrase) for phrase in line] for line in phrases], device=device)  # (B, P)
         self.negative = torch.tensor([[len(line.positive) <= slot < len(line.positive) + len(line.negative)
                                        for slot in range(slots)] for line in lines], device=device)  # (B, P)
+        self.totals = (self.lengths * ~self.negative).sum(dim=1)  # (B,) positive tokens to meet
         transitions = torch.zeros(len(lines), slots, longest + 1, longest, dtype=torch.long)
         for sentence, line in enumerate(phrases):
             for slot, phrase in enumerate(line):
                 if phrase:
-                    transitions[sentence, slot, : len(phrase), : len(phrase)] = torch.tensor(phrase_transitions(phrase))
+                    transitions[sentence, slot, : len(phrase) + 1, : len(phrase)] = torch.tensor(
+                        phrase_transitions(phrase))
         self.transitions = transitions.to(device)  # (B, P, L+1, L)
-        self.totals = (self.lengths * ~self.negative).sum(dim=1)  # (B,) positive tokens to meet
-        self.forced = _padded([list(line.forced) for line in lines], 0).to(device)  # (B, H)
-        self.forced_len = torch.tensor([len(line.forced) for line in lines], device=device)
-        self.partial_len = torch.tensor([len(line.partial) for line in lines], device=device)
-        self.partial_base = (self.partial_len.cumsum(0) - self.partial_len).to(device)
-        self.partial_next = _partial_table(lines).to(device)  # (G, W) byte offset each piece leads to, or -1
+        last = self.phrases.gather(2, (self.lengths - 1).clamp(min=0).unsqueeze(2)).squeeze(2).clamp(min=0)
+        open_last = torch.zeros_like(last, dtype=torch.bool) if self.word_ends is None else \
+            self.word_ends.open.to(device)[last]
+        self.open_ends = (self.lengths > 0) & ~self.negative & open_last  # (B, P) a positive phrase ends in a word
 
     def initial_state(self, rows: int) -> ConstraintState:
         return ConstraintState(torch.zeros(rows, self.lengths.size(1), dtype=torch.long, device=self.lengths.device),
@@ -177,7 +206,7 @@ class ConstraintTracker:
 
     def complete(self, sentences: Tensor, state: ConstraintState) -> Tensor:
         """(R,) whether each row met every positive phrase and wrote the whole prefix; sentences (R,)."""
-        met = (state.progress == self.lengths[sentences]) | self.negative[sentences]
+        met = (state.progress >= self.lengths[sentences]) | self.negative[sentences]  # a full match: EOS ends it
         return met.all(dim=1) & (state.prefix == self.forced_len[sentences] + self.partial_len[sentences])
 
     def restrict(self, candidates: Tensor, sentences: Tensor, state: ConstraintState, at_limit: Tensor) -> None:
@@ -216,8 +245,10 @@ class ConstraintTracker:
 
     def advance(self, state: ConstraintState, rows: Tensor, tokens: Tensor, sentences: Tensor) -> ConstraintState:
         """The state after each of rows (N,) emits its token (N,); sentences (N,) are the rows' sentences."""
-        progress = advance_phrases(self.phrases, self.lengths, self.transitions, sentences, state.progress[rows],
-                                   tokens)
+        glued = torch.zeros_like(tokens, dtype=torch.bool) if self.word_ends is None else \
+            self.word_ends.glued.to(tokens.device)[tokens]
+        progress = advance_phrases(self.phrases, self.lengths, self.transitions, self.open_ends, sentences,
+                                   state.progress[rows], tokens, glued)
         return ConstraintState(progress, self._advance_prefix(state.prefix[rows], tokens, sentences))
 
     def _advance_prefix(self, position: Tensor, tokens: Tensor, sentences: Tensor) -> Tensor:
@@ -245,7 +276,8 @@ class ConstraintTracker:
         tokens = (ids % vocab).view(-1)
         row_sentences = sentences.repeat_interleave(width)
         following = self.advance(state, rows, tokens, row_sentences)  # (n*M) candidates
-        banks = (following.progress * ~self.negative[row_sentences]).sum(dim=1).view(n, width)
+        met_tokens = following.progress.minimum(self.lengths[row_sentences]) * ~self.negative[row_sentences]
+        banks = met_tokens.sum(dim=1).view(n, width)
         totals, eos = self.totals[sentences], tokens.view(n, width) == EOS
         first = allocate(scores, banks, totals, beam_size)
         met = self.complete(row_sentences, following).view(n, width).gather(1, first)
@@ -257,15 +289,31 @@ class ConstraintTracker:
 
     def _candidate_ids(self, flat: Tensor, sentences: Tensor, state: ConstraintState, beam_size: int,
                        vocab: int) -> Tensor:
-        """The 2K best continuations, each beam's best token and each beam's next token of every unmet positive
-        phrase (the best token where there is none), as ids into the K*V candidates: (n, 3K + K*P)."""
+        """The 2K best continuations, each beam's best token, each beam's next token of every unmet positive phrase,
+        and its best token that ends the word of a phrase matched in full (the best token where there is none), as
+        ids into the K*V candidates: (n, 4K + K*P)."""
         n = flat.size(0)
         best = flat.view(n, beam_size, vocab).argmax(dim=-1)  # (n, K)
         beam_starts = torch.arange(beam_size, device=flat.device) * vocab
-        wanted = self._next_tokens(sentences.repeat_interleave(beam_size), state)  # (n*K, P)
+        row_sentences = sentences.repeat_interleave(beam_size)
+        wanted = self._next_tokens(row_sentences, state)  # (n*K, P)
         wanted = torch.where(wanted >= 0, wanted, best.view(-1, 1)).view(n, beam_size, -1)
+        ending = self._best_word_ends(flat.view(n * beam_size, vocab), row_sentences, state, best.view(-1))
         top = flat.topk(min(2 * beam_size, flat.size(1)), dim=1).indices
-        return torch.cat([top, beam_starts + best, (beam_starts.view(1, -1, 1) + wanted).view(n, -1)], dim=1)
+        return torch.cat([top, beam_starts + best, (beam_starts.view(1, -1, 1) + wanted).view(n, -1),
+                          beam_starts + ending.view(n, beam_size)], dim=1)
+
+    def _best_word_ends(self, scores: Tensor, sentences: Tensor, state: ConstraintState, best: Tensor) -> Tensor:
+        """(R,) each row's best token that is not glued to the word before it, where a phrase matched in full waits
+        for one (the model may prefer to go on with the word); `best` elsewhere."""
+        if self.word_ends is None:
+            return best
+        pending = ((state.progress == self.lengths[sentences]) & self.open_ends[sentences]).any(dim=1)
+        rows = pending.nonzero().squeeze(1)
+        if not rows.numel():
+            return best
+        glued = self.word_ends.glued.to(scores.device)
+        return best.index_put((rows,), scores[rows].masked_fill(glued, NEG_INF).argmax(dim=-1))
 
     def _next_tokens(self, sentences: Tensor, state: ConstraintState) -> Tensor:
         """(R, P) the token that takes each unmet positive phrase one further, -1 for the others."""
@@ -301,6 +349,14 @@ class PieceTable:
             self.by_surface.setdefault(surface, []).append(index)
         self.surfaces = sorted(self.by_surface)
 
+    def word_ends(self, vocab_size: int) -> WordEnds:
+        glued, open_ = torch.zeros(vocab_size, dtype=torch.bool), torch.zeros(vocab_size, dtype=torch.bool)
+        for surface, ids in self.by_surface.items():
+            text = surface.decode("utf-8", errors="ignore")  # a byte of a longer character: neither
+            if text:
+                glued[ids], open_[ids] = _inside_word(text[0]), _inside_word(text[-1])
+        return WordEnds(glued, open_)
+
     @functools.lru_cache(maxsize=1024)  # noqa: B019 (one table per Translator, kept as long as it is)
     def moves(self, rest: bytes) -> tuple[Tensor, Tensor]:
         """(tokens, bytes written): the pieces that write a proper prefix of `rest`, and those that start with all
@@ -332,6 +388,11 @@ def completable(moves: list[tuple[Tensor, Tensor]]) -> tuple[tuple[Tensor, Tenso
     return tuple(kept)
 
 
+def _inside_word(character: str) -> bool:
+    """A letter or digit of a script written with spaces, where the next letter goes on with the same word."""
+    return character.isalnum() and not re.fullmatch(f"[{UNSPACED}]", character)
+
+
 def split_prefix(text: str) -> tuple[str, str, str]:
     """(its complete words, the spaces before its last word, its last word): "I went to Th" -> ("I went to", " ",
     "Th"). A prefix that ends in spaces ends with a complete word: "I went " -> ("I went", " ", "")."""
@@ -351,6 +412,7 @@ class ConstraintEncoder:
         self.pieces = PieceTable(subword)
         normalizer = sentencepiece_model_pb2.ModelProto.FromString(subword.proto).normalizer_spec
         self.dummy_prefix, self.collapses_spaces = normalizer.add_dummy_prefix, normalizer.remove_extra_whitespaces
+        self.word_ends = self.pieces.word_ends(subword.vocab_size)
 
     def encode(self, positive: Sequence[str] = (), negative: Sequence[str] = (), prefix: str = "") -> Constraints:
         forced, partial = self.prefix(prefix) if prefix else ((), ())

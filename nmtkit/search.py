@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 import torch
 from torch import Tensor
 
-from nmtkit.constraints import Choice, Constraints, ConstraintState, ConstraintTracker
+from nmtkit.constraints import Choice, Constraints, ConstraintState, ConstraintTracker, WordEnds
 from nmtkit.data.subword import BOS, EOS
 from nmtkit.models.base import EncoderDecoder
 
@@ -258,7 +258,8 @@ def _candidates(beams: _Beams, log_probs: Tensor, step: int, max_len: Tensor, mi
 @torch.inference_mode()
 def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: Tensor, beam_size: int,
                 length_penalty: LengthPenalty = LengthPenalty(), min_len: int = 0, stop_finished: int = 0,
-                constraints: Sequence[Constraints | None] | None = None) -> list[list[Hypothesis]]:
+                constraints: Sequence[Constraints | None] | None = None,
+                word_ends: WordEnds | None = None) -> list[list[Hypothesis]]:
     """Batched beam search; returns up to `beam_size` hypotheses per sentence, best first.
 
     At each step the 2K best continuations of each sentence are ranked; EOS candidates within the top K
@@ -269,12 +270,13 @@ def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: T
     sentence finishes.
 
     `constraints` (one per sentence, None for none) turns on constrained search for those sentences (see
-    `nmtkit.constraints`): every hypothesis returned for them meets them. Where none could within the length
-    limit, the sentence is searched again without them, and its hypotheses say so (`constraints_met` False).
+    `nmtkit.constraints`): every hypothesis returned for them meets them (positive phrases as whole words, given the
+    target vocabulary's `word_ends`). Where none could within the length limit, the sentence is searched again
+    without them, and its hypotheses say so (`constraints_met` False).
     """
     if constraints is None or all(line is None or line.empty for line in constraints):
         return _search(model, src, src_mask, max_len, beam_size, length_penalty, min_len, stop_finished)
-    tracker = ConstraintTracker(constraints, src.device)
+    tracker = ConstraintTracker(constraints, src.device, word_ends)
     found = _search(model, src, src_mask, max_len, beam_size, length_penalty, min_len, stop_finished, tracker)
     found = [[hyp for hyp in hyps if hyp.constraints_met] for hyps in found]
     unmet = [index for index, hyps in enumerate(found) if not hyps]

@@ -100,7 +100,8 @@ class Translator:
             return [[hyp] for hyp in found]
         try:
             nbest = beam_search(self.loaded.model, src, src_mask, limit, self.decode.beam, self.length_penalty,
-                                self.decode.min_len, self.decode.stop_finished, constraints)
+                                self.decode.min_len, self.decode.stop_finished, constraints,
+                                None if constraints is None else self.constraint_encoder.word_ends)
         except ValueError as error:  # a search option this model cannot serve
             raise NmtkitError(str(error)) from error
         return [hyps[: self.decode.nbest] for hyps in nbest]

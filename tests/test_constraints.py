@@ -17,7 +17,10 @@ from nmtkit.config import DataConfig
 from nmtkit.constraints import (
     ConstraintEncoder,
     Constraints,
+    ConstraintState,
+    ConstraintTracker,
     PieceTable,
+    WordEnds,
     advance_phrases,
     allocate,
     completable,
@@ -42,27 +45,51 @@ def test_phrase_transitions_follow_the_longest_match(seed):
     rng = random.Random(seed)
     phrase = [rng.choice("ab") for _ in range(rng.randint(1, 6))]
     table = phrase_transitions(phrase)
-    for state in range(len(phrase)):
+    assert len(table) == len(phrase) + 1
+    for state in range(len(phrase) + 1):
         for index, token in enumerate(phrase):  # the output so far ends with phrase[:state]
             assert table[state][index] == longest_match(phrase, phrase[:state] + [token]), (phrase, state, index)
 
 
 def test_phrase_transitions_of_a_self_overlapping_phrase():
-    assert phrase_transitions([7, 7, 8]) == [[1, 1, 0], [2, 2, 0], [2, 2, 3]]  # A A A B still meets A A B
+    assert phrase_transitions([7, 7, 8]) == [[1, 1, 0], [2, 2, 0], [2, 2, 3], [1, 1, 0]]  # A A A B meets A A B
+
+
+def phrase_tables(*phrases: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One sentence's phrases, lengths and transitions, padded as ConstraintTracker pads them."""
+    longest = max(map(len, phrases))
+    table = torch.tensor([[*phrase, *[-1] * (longest - len(phrase))] for phrase in phrases]).unsqueeze(0)
+    transitions = torch.zeros(1, len(phrases), longest + 1, longest, dtype=torch.long)
+    for slot, phrase in enumerate(phrases):
+        transitions[0, slot, : len(phrase) + 1, : len(phrase)] = torch.tensor(phrase_transitions(phrase))
+    return table, torch.tensor([list(map(len, phrases))]), transitions
+
+
+def run_phrases(tokens: list[int], glued: set[int], open_ends: list[bool], *phrases: list[int]) -> list[list[int]]:
+    table, lengths, transitions = phrase_tables(*phrases)
+    progress, history = torch.zeros(1, len(phrases), dtype=torch.long), []
+    for token in tokens:
+        progress = advance_phrases(table, lengths, transitions, torch.tensor([open_ends]), torch.tensor([0]),
+                                   progress, torch.tensor([token]), torch.tensor([token in glued]))
+        history.append(progress[0].tolist())
+    return history
 
 
 def test_advance_phrases_tracks_each_phrase_and_keeps_met_ones():
-    phrases = torch.tensor([[[4, 5, -1], [5, 6, -1], [4, 4, 5]]])  # one sentence: [4 5], [5 6], [4 4 5]
-    lengths = torch.tensor([[2, 2, 3]])
-    transitions = torch.zeros(1, 3, 4, 3, dtype=torch.long)
-    for slot, length in enumerate([2, 2, 3]):
-        transitions[0, slot, :length, :length] = torch.tensor(phrase_transitions(phrases[0, slot, :length].tolist()))
-    progress = torch.zeros(1, 3, dtype=torch.long)
-    history = []
-    for token in [4, 4, 4, 5, 6, 9]:
-        progress = advance_phrases(phrases, lengths, transitions, torch.tensor([0]), progress, torch.tensor([token]))
-        history.append(progress[0].tolist())
-    assert history == [[1, 0, 1], [1, 0, 2], [1, 0, 2], [2, 1, 3], [2, 2, 3], [2, 2, 3]]
+    # [4 5], [5 6], [4 4 5]: a full match (its length) is met for good (length + 1) by the next token
+    assert run_phrases([4, 4, 4, 5, 6, 9], set(), [False] * 3, [4, 5], [5, 6], [4, 4, 5]) == [
+        [1, 0, 1], [1, 0, 2], [1, 0, 2], [2, 1, 3], [3, 2, 4], [3, 3, 4]]
+
+
+def test_a_glued_token_undoes_a_match_that_ends_inside_a_word():
+    # 9 goes on with the word: [4] then 9 is no match of [4] ("Jew" + "s"); [4] then 5 is, and so is [6] then 9,
+    # as 6 does not end inside a word (a phrase that ends in punctuation)
+    assert run_phrases([4, 9, 4, 5], {9}, [True], [4]) == [[1], [0], [1], [2]]
+    assert run_phrases([6, 9], {9}, [False], [6]) == [[1], [2]]
+    # undone, the match falls back as Knuth-Morris-Pratt does: [4 4] then 4 still ends with [4 4] (pending again),
+    # then a glued 9 leaves nothing of it; a token that is not glued would have met it
+    assert run_phrases([4, 4, 4, 9], {4, 9}, [True], [4, 4]) == [[1], [2], [2], [0]]
+    assert run_phrases([4, 4, 4, 5], {4, 9}, [True], [4, 4]) == [[1], [2], [2], [3]]
 
 
 def test_allocate_takes_the_best_of_each_bank_in_turn():
@@ -88,8 +115,11 @@ def test_constrained_limits_make_room_up_to_the_cap():
 ORDINARY_VOCAB = 5  # tokens 0, 1, 2, 4 are ordinary in these tables; EOS is 3
 
 
-def contains(output: list[int], phrase: tuple[int, ...]) -> bool:
-    return any(tuple(output[start:start + len(phrase)]) == phrase for start in range(len(output) - len(phrase) + 1))
+def contains(output: list[int], phrase: tuple[int, ...], glued: frozenset[int] = frozenset()) -> bool:
+    """Whether the output holds the phrase, not followed by a token in `glued` (one that goes on with its word)."""
+    ends = [start + len(phrase) for start in range(len(output) - len(phrase) + 1)
+            if tuple(output[start:start + len(phrase)]) == phrase]
+    return any(end == len(output) or output[end] not in glued for end in ends)
 
 
 def follows_prefix(output: list[int], constraints: Constraints) -> bool:
@@ -106,8 +136,8 @@ def follows_prefix(output: list[int], constraints: Constraints) -> bool:
     return True
 
 
-def meets(output: list[int], constraints: Constraints) -> bool:
-    return (all(contains(output, phrase) for phrase in constraints.positive)
+def meets(output: list[int], constraints: Constraints, glued: frozenset[int] = frozenset()) -> bool:
+    return (all(contains(output, phrase, glued) for phrase in constraints.positive)
             and not any(contains(output, phrase) for phrase in constraints.negative)
             and follows_prefix(output, constraints))
 
@@ -127,6 +157,14 @@ CASES = {
     # a two-byte partial word: 0 writes one byte of it, 1 both; then 2 or 4 writes the second
     "partial": Constraints(positive=((1,),), partial=(moves((0, 1), (1, 2)), moves((2, 1), (4, 1)))),
 }
+
+
+# token 1 goes on with the word before it; every token ends inside a word (a word piece), so [4] then 1 is no match
+GLUED = frozenset({1})
+WORD_ENDS = WordEnds(torch.tensor([token in GLUED for token in range(ORDINARY_VOCAB)]),
+                     torch.ones(ORDINARY_VOCAB, dtype=torch.bool))
+WHOLE_WORDS = {"whole word": Constraints(positive=((4,),)), "whole phrase": Constraints(positive=((0, 2), (4,))),
+               "whole, overlapping": Constraints(positive=((0, 4), (4, 0)))}
 
 
 def random_decoder(seed: int, steps: int) -> FixedDecoder:
@@ -154,20 +192,54 @@ def test_wide_constrained_beam_finds_the_exhaustive_optimum(seed, case, length_p
     assert all(meets(hyp.tokens, constraints) and hyp.constraints_met for hyp in hyps)
 
 
+@pytest.mark.parametrize("length_penalty", PENALTIES[1:3], ids=lambda penalty: penalty.kind)
+@pytest.mark.parametrize("case", WHOLE_WORDS)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_wide_beam_finds_the_exhaustive_optimum_of_whole_words(seed, case, length_penalty):
+    constraints, limit = WHOLE_WORDS[case], 5
+    model = random_decoder(seed, limit)
+    ordinary = [token for token in range(ORDINARY_VOCAB) if token != EOS]
+    outputs = [list(seq) for length in range(limit) for seq in itertools.product(ordinary, repeat=length)]
+    allowed = [output for output in outputs if meets(output, constraints, GLUED)]
+    best_score, best_tokens = max((length_penalty(model.path_log_prob(seq), len(seq) + 1), seq) for seq in allowed)
+    [hyps] = beam_search(model, *sources(1), torch.tensor([limit]), len(outputs), length_penalty,
+                         constraints=[constraints], word_ends=WORD_ENDS)
+    assert hyps[0].tokens == best_tokens
+    assert hyps[0].score == pytest.approx(best_score, abs=1e-5)
+    assert all(meets(hyp.tokens, constraints, GLUED) for hyp in hyps)
+    assert any(not meets(output, constraints, GLUED) and meets(output, constraints) for output in outputs)
+
+
+def test_a_beam_offers_its_best_token_that_ends_the_word():
+    """Beam 0 has just written the phrase [4] and wants the glued 1 next; beam 1 cannot write 4. The only
+    candidate that keeps the phrase met is beam 0's best token that ends the word (0), far below the top 2K: the
+    step keeps it, in the top bank, beside the best of bank 0."""
+    tracker = ConstraintTracker([Constraints(((4,),))], torch.device("cpu"), WORD_ENDS)
+    state = ConstraintState(torch.tensor([[1], [0]]), torch.zeros(2, dtype=torch.long))
+    candidates = torch.tensor([[[-5.0, -0.1, -6.0, -7.0, -8.0], [-0.2, -0.25, -0.3, -9.0, float("-inf")]]])
+    tracker.restrict(candidates, torch.tensor([0]), state, torch.tensor([False]))
+    choice = tracker.choose(candidates, torch.tensor([0]), state)
+    assert choice.next_ids.tolist() == [[0 * 5 + 0, 0 * 5 + 1]]  # beam 0 then 0 (met), beam 0 then 1 (undone)
+    assert choice.next_state.progress.tolist() == [[2], [0]]
+    assert choice.next_scores[0].tolist() == pytest.approx([-5.0, -0.1])
+
+
+@pytest.mark.parametrize("word_ends", [None, WORD_ENDS], ids=["tokens", "whole-words"])
 @pytest.mark.parametrize("beam_size", [1, 2, 3, 5])
 @pytest.mark.parametrize("seed", range(4))
-def test_every_hypothesis_of_a_narrow_beam_meets_its_constraints(seed, beam_size):
+def test_every_hypothesis_of_a_narrow_beam_meets_its_constraints(seed, beam_size, word_ends):
     """A batch of sentences with different constraints (and one without), each searched as it would be alone."""
-    limit = 7
+    limit, glued = 7, GLUED if word_ends else frozenset()
     model = random_decoder(seed, limit)
     lines = [CASES["overlapping"], None, CASES["negative"], CASES["repeating"], CASES["partial"], CASES["forced"]]
     found = beam_search(model, *sources(len(lines)), torch.tensor([limit] * len(lines)), beam_size,
-                        constraints=lines)
+                        constraints=lines, word_ends=word_ends)
     plain = beam_search(model, *sources(1), torch.tensor([limit]), beam_size)
     for hyps, constraints in zip(found, lines):
         assert hyps and all(hyp.constraints_met for hyp in hyps)
-        assert all(meets(hyp.tokens, constraints or Constraints()) for hyp in hyps)
-        [alone] = beam_search(model, *sources(1), torch.tensor([limit]), beam_size, constraints=[constraints])
+        assert all(meets(hyp.tokens, constraints or Constraints(), glued) for hyp in hyps)
+        [alone] = beam_search(model, *sources(1), torch.tensor([limit]), beam_size, constraints=[constraints],
+                              word_ends=word_ends)
         assert [hyp.tokens for hyp in hyps] == [hyp.tokens for hyp in alone]
         assert [hyp.score for hyp in hyps] == pytest.approx([hyp.score for hyp in alone], abs=1e-6)
         if constraints is None:
@@ -287,6 +359,18 @@ def test_completable_drops_moves_into_dead_ends():
     kept = completable([moves((5, 1), (6, 2), (7, 3)), moves((8, 2), (9, 1)), moves()])
     assert [(tokens.tolist(), written.tolist()) for tokens, written in kept] == [([5, 7], [1, 3]), ([8], [2]),
                                                                                  ([], [])]
+
+
+def test_word_ends_of_a_subword_model(subword):
+    ends = ConstraintEncoder(subword).word_ends
+    processor = subword.processor
+    for piece in ("▁Paul", "▁the", "s", ",", "▁", "ß"):
+        if processor.piece_to_id(piece) == processor.unk_id():
+            continue  # this model has no such piece
+        index = processor.piece_to_id(piece)
+        assert bool(ends.glued[index]) == (piece in ("s", "ß")), piece  # goes on with the word before it
+        assert bool(ends.open[index]) == (piece not in (",", "▁")), piece  # a letter last
+    assert not ends.glued[EOS] and not ends.open[EOS]
 
 
 def test_split_prefix():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -165,6 +166,22 @@ def test_a_prefix_ending_mid_word(models, prefix):
     assert result.exit_code == 0, result.stderr
     texts = [line.split(" ||| ")[1] for line in result.stdout.splitlines()]
     assert len(texts) == 2 and all(text.startswith(prefix) for text in texts), texts
+
+
+def test_constraints_are_met_as_whole_words(models):
+    """This untrained model glues pieces onto words ("cuatro" + "o" + "o"...): a phrase counts only as whole words,
+    and every line can still meet its phrase."""
+    rng = random.Random(1)
+    records = [{"text": " ".join(rng.choices(WORDS, k=rng.randint(1, 6))), "constraints": [word]}
+               for word in WORDS for _ in range(2)]
+    result = CliRunner().invoke(app, ["translate", "-m", models["bpe"], "--input-format", "jsonl", "--beam", "3",
+                                      "--nbest", "3"], input=jsonl(*records))
+    assert "cannot all be met" not in result.stderr
+    rows = [line.split(" ||| ") for line in result.stdout.splitlines()]
+    assert {int(row[0]) for row in rows} == set(range(len(records)))
+    for index, text, _ in rows:
+        word = records[int(index)]["constraints"][0]
+        assert re.search(rf"(?<!\w){word}(?!\w)", text), (word, text)
 
 
 def test_impossible_constraints_warn_and_translate_without(models):
