@@ -14,11 +14,11 @@ A line's constraints, in target subword ids (`Constraints`; `ConstraintEncoder` 
 
 Beams are grouped into banks by the number of positive-constraint tokens they have met, and the K slots of a
 sentence go round-robin over the banks, best candidate of each bank first: dynamic beam allocation (Post & Vilar
-2018), batched over all sentences and beams as in Hu et al. (2019, "Improved lexically constrained decoding for
-translation and monolingual rewriting", NAACL, Section 3). The candidates are the 2K best continuations, each
-beam's best token, and each beam's next token of every unmet phrase. EOS is allowed once every positive phrase
-is met and the prefix is written; at the length limit, where only EOS is left, a hypothesis may end unmet, and
-it is flagged so.
+2018), batched over all sentences and beams as Hu et al. vectorise it (2019, "Improved lexically constrained
+decoding for translation and monolingual rewriting", NAACL). The candidates are the 2K best continuations, each
+beam's best token, each beam's next token of every unmet phrase, and its best token that ends the word of a phrase
+it has just matched. EOS is allowed once every positive phrase is met and the prefix is written; at the length
+limit, where only EOS is left, a hypothesis may end unmet, and it is flagged so.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def advance_phrases(phrases: Tensor, lengths: Tensor, transitions: Tensor, open_
 def allocate(scores: Tensor, banks: Tensor, totals: Tensor, count: int) -> Tensor:
     """Dynamic beam allocation: the positions (n, count) of the candidates to keep, taken round-robin over the
     banks: the best candidate of each bank, from the bank that met the most constraint tokens down, then the second
-    best of each, and so on (Hu et al. 2019, Section 3.3; Post & Vilar 2018). scores (n, M), banks (n, M) in
+    best of each, and so on (Post & Vilar 2018; Hu et al. 2019). scores (n, M), banks (n, M) in
     [0, totals], totals (n,). Candidates at -inf come last."""
     order = scores.argsort(dim=1, descending=True, stable=True)
     ranked_banks = banks.gather(1, order)
@@ -169,7 +169,8 @@ class ConstraintTracker:
     def __init__(self, constraints: Sequence[Constraints | None], device: torch.device,
                  word_ends: WordEnds | None = None):
         lines = [line or Constraints() for line in constraints]
-        self.word_ends = word_ends
+        self.glued = None if word_ends is None else word_ends.glued.to(device)  # (V,)
+        self.open = None if word_ends is None else word_ends.open.to(device)  # (V,)
         self._init_phrases(lines, device)
         self.forced = _padded([list(line.forced) for line in lines], 0).to(device)  # (B, H)
         self.forced_len = torch.tensor([len(line.forced) for line in lines], device=device)
@@ -196,8 +197,7 @@ class ConstraintTracker:
                         phrase_transitions(phrase))
         self.transitions = transitions.to(device)  # (B, P, L+1, L)
         last = self.phrases.gather(2, (self.lengths - 1).clamp(min=0).unsqueeze(2)).squeeze(2).clamp(min=0)
-        open_last = torch.zeros_like(last, dtype=torch.bool) if self.word_ends is None else \
-            self.word_ends.open.to(device)[last]
+        open_last = torch.zeros_like(last, dtype=torch.bool) if self.open is None else self.open[last]
         self.open_ends = (self.lengths > 0) & ~self.negative & open_last  # (B, P) a positive phrase ends in a word
 
     def initial_state(self, rows: int) -> ConstraintState:
@@ -245,8 +245,7 @@ class ConstraintTracker:
 
     def advance(self, state: ConstraintState, rows: Tensor, tokens: Tensor, sentences: Tensor) -> ConstraintState:
         """The state after each of rows (N,) emits its token (N,); sentences (N,) are the rows' sentences."""
-        glued = torch.zeros_like(tokens, dtype=torch.bool) if self.word_ends is None else \
-            self.word_ends.glued.to(tokens.device)[tokens]
+        glued = torch.zeros_like(tokens, dtype=torch.bool) if self.glued is None else self.glued[tokens]
         progress = advance_phrases(self.phrases, self.lengths, self.transitions, self.open_ends, sentences,
                                    state.progress[rows], tokens, glued)
         return ConstraintState(progress, self._advance_prefix(state.prefix[rows], tokens, sentences))
@@ -306,14 +305,13 @@ class ConstraintTracker:
     def _best_word_ends(self, scores: Tensor, sentences: Tensor, state: ConstraintState, best: Tensor) -> Tensor:
         """(R,) each row's best token that is not glued to the word before it, where a phrase matched in full waits
         for one (the model may prefer to go on with the word); `best` elsewhere."""
-        if self.word_ends is None:
+        if self.glued is None:
             return best
         pending = ((state.progress == self.lengths[sentences]) & self.open_ends[sentences]).any(dim=1)
         rows = pending.nonzero().squeeze(1)
         if not rows.numel():
             return best
-        glued = self.word_ends.glued.to(scores.device)
-        return best.index_put((rows,), scores[rows].masked_fill(glued, NEG_INF).argmax(dim=-1))
+        return best.index_put((rows,), scores[rows].masked_fill(self.glued, NEG_INF).argmax(dim=-1))
 
     def _next_tokens(self, sentences: Tensor, state: ConstraintState) -> Tensor:
         """(R, P) the token that takes each unmet positive phrase one further, -1 for the others."""
