@@ -292,6 +292,7 @@ def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: T
 def _search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: Tensor, beam_size: int,
             length_penalty: LengthPenalty, min_len: int, stop_finished: int,
             tracker: ConstraintTracker | None = None) -> list[list[Hypothesis]]:
+    """The search loop of `beam_search`; with a `tracker`, its candidates are restricted and ranked by it."""
     enough = min(stop_finished, beam_size) if stop_finished > 0 else beam_size
     batch, device = src.size(0), src.device
     memory = model.encode(src, src_mask)
