@@ -215,6 +215,9 @@ def translate(
     model: Annotated[list[Path], typer.Option("--model", "-m", help="checkpoint (repeat for an ensemble)",
                                               dir_okay=False)],
     input: Annotated[Path | None, typer.Option("--input", "-i", help="input file (default: stdin)")] = None,
+    input_format: Annotated[str, typer.Option(
+        help="text: one sentence a line; tsv: source<TAB>phrase<TAB>... (phrases the translation must contain); "
+             'jsonl: {"text": ..., "constraints": [...], "negative": [...], "prefix": ...} a line')] = "text",
     beam: Annotated[int | None, typer.Option(help="beam size (default: from the checkpoint, 5)")] = None,
     greedy: Annotated[bool, typer.Option(help="greedy search (same as --beam 1)")] = False,
     batch_tokens: Annotated[int | None, typer.Option(help="source tokens per batch")] = None,
@@ -246,9 +249,11 @@ def translate(
     """Translate lines from stdin (or --input) to stdout, one output line per input line (K with --nbest K)."""
     from nmtkit.config import DecodeConfig, apply_overrides, from_dict, to_dict
     from nmtkit.ensemble import load_models
+    from nmtkit.inputs import check_format
     from nmtkit.runtime import pick_device, set_threads
     from nmtkit.translate import Translator, translate_stream
 
+    check_format(input_format)
     set_threads(threads)
     torch_device = pick_device(device)
     loaded = load_models(model, torch_device, average)
@@ -263,7 +268,8 @@ def translate(
     decode = from_dict(DecodeConfig, apply_overrides({"decode": raw}, overrides or [])["decode"], "decode.")
     if alignment and decode.nbest > 1:
         raise NmtkitError("--alignment prints the links of the best translation; it does not combine with --nbest")
-    for text in translate_stream(Translator(loaded, decode, torch_device), _open_lines(input), scores, alignment):
+    for text in translate_stream(Translator(loaded, decode, torch_device), _open_lines(input), scores, alignment,
+                                 input_format, "<stdin>" if input is None else str(input)):
         sys.stdout.write(text)
         sys.stdout.flush()
 

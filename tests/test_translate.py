@@ -11,6 +11,7 @@ import torch
 from nmtkit.checkpoint import LoadedModel
 from nmtkit.config import DataConfig, DecodeConfig, build_config
 from nmtkit.data.subword import train_subword
+from nmtkit.inputs import Request
 from nmtkit.precision import decoding_timings
 from nmtkit.registry import build_model
 from nmtkit.translate import Translator, format_hypotheses, length_batches, translate_stream
@@ -45,6 +46,30 @@ def test_batched_translation_equals_line_by_line(loaded: LoadedModel, beam: int)
     streamed = "".join(translate_stream(translator, [line + "\n" for line in lines]))
     assert streamed.split("\n")[:-1] == one_by_one
     assert all(out == "" for line, out in zip(lines, one_by_one) if not line.strip())
+
+
+def constrained_requests(lines: list[str]) -> list[Request]:
+    """Every third line must contain "tres" (and every sixth "siete ocho"), every fourth must not contain "dos",
+    every fifth starts with "uno"."""
+    return [Request(line, ("tres",) * (index % 3 == 0) + ("siete ocho",) * (index % 6 == 0),
+                    ("dos",) * (index % 4 == 0), "uno " * (index % 5 == 0)) for index, line in enumerate(lines)]
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_batched_constrained_translation_equals_line_by_line(loaded: LoadedModel, beam: int):
+    requests = constrained_requests(shuffled_lines(30, seed=beam))
+    translator = Translator(loaded, DecodeConfig(beam=beam, batch_tokens=30, max_len_b=5), torch.device("cpu"))
+    one_by_one = [translator.translate_requests([request])[0] for request in requests]
+    batched = translator.translate_requests(requests)
+    assert [[text for text, _ in hyps] for hyps in batched] == [[text for text, _ in hyps] for hyps in one_by_one]
+    for request, [(text, _)] in zip(requests, batched):
+        if request.text.strip():
+            assert all(f" {phrase} " in f" {text} " for phrase in request.constraints), (request, text)
+            assert not any(phrase in text.split() for phrase in request.negative), (request, text)
+            assert text.startswith(request.prefix), (request, text)
+    plain = translator.translate([request.text for request in requests])
+    assert [hyps[0][0] for request, hyps in zip(requests, batched) if not request.constrained] == \
+        [text for request, text in zip(requests, plain) if not request.constrained]
 
 
 def test_overlong_lines_are_truncated_with_a_warning(loaded: LoadedModel, caplog):
