@@ -7,7 +7,6 @@ a clean stop on SIGINT/SIGTERM, skipped non-finite updates and out-of-memory bat
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import math
 import sys
@@ -43,6 +42,7 @@ from nmtkit.modules.checkpointing import checkpoint_activations
 from nmtkit.objectives import TrainingForward, label_smoothed_nll
 from nmtkit.precision import auto_candidates, describe, dtype_name, fastest, time_precisions
 from nmtkit.registry import build_model
+from nmtkit.run_log import RunLog
 from nmtkit.runtime import StopSignals, autocast_dtype, set_threads
 from nmtkit.schedule import inverse_sqrt
 from nmtkit.translate import Translator
@@ -81,7 +81,7 @@ class Progress:
 
 
 def new_window() -> dict:
-    return {"loss": 0.0, "nll": 0.0, "tokens": 0, "updates": 0, "seconds": 0.0}
+    return {"loss": 0.0, "nll": 0.0, "grad_norm": 0.0, "tokens": 0, "updates": 0, "seconds": 0.0}
 
 
 class Trainer:
@@ -114,6 +114,7 @@ class Trainer:
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision is torch.float16)
         self.progress = Progress()
         self.last_validated = 0
+        self.run_log: RunLog | None = None
         self._epoch: tuple[int, list] = (-1, [])
         if self.world.rank > 0:  # the same initial weights everywhere, then each process its own dropout masks
             torch.manual_seed(train.seed + self.world.rank)
@@ -298,7 +299,7 @@ class Trainer:
             return None
         self.scheduler.step()
         self.progress.nonfinite_in_row = 0
-        return {"loss": loss_sum / tokens, "nll": nll_sum / tokens, "tokens": int(tokens)}
+        return {"loss": loss_sum / tokens, "nll": nll_sum / tokens, "tokens": int(tokens), "grad_norm": norm}
 
     def _clip_gradients(self) -> float:
         """Clip the gradient norm to train.clip_norm (when > 0); returns the norm before clipping."""
@@ -344,16 +345,17 @@ class Trainer:
             loss_total, tokens = loss_total + nll.item(), tokens + batch.num_tgt_tokens
         return loss_total / max(tokens, 1)
 
-    def dev_bleu(self) -> float:
-        """Greedy BLEU of the dev pairs that dev_loss scores, with sacrebleu's tokenizer for the target language
-        (`default_tokenizer`: 13a would make a Chinese or Thai sentence one or two "words")."""
+    def dev_scores(self) -> tuple[float, float]:
+        """Greedy BLEU and chrF of the dev pairs that dev_loss scores, BLEU with sacrebleu's tokenizer for the target
+        language (`default_tokenizer`: 13a would make a Chinese or Thai sentence one or two "words")."""
         kept = self.dev_data.kept[: self.config.train.valid_max_sentences or None]  # the pairs dev_loss scores
         sources, references = ([lines[index] for index in kept] for lines in
                                (read_lines(self.data_dir / f"dev.{side}.txt") for side in ("src", "tgt")))
         loaded = LoadedModel(self.config, self.model.eval(), *self.subwords)
         decode = DecodeConfig(beam=1, batch_tokens=self.config.decode.batch_tokens)
         hypotheses = Translator(loaded, decode, self.device).translate(sources)
-        return sacrebleu.corpus_bleu(hypotheses, [references], tokenize=self.bleu_tokenizer).score
+        return (sacrebleu.corpus_bleu(hypotheses, [references], tokenize=self.bleu_tokenizer).score,
+                sacrebleu.corpus_chrf(hypotheses, [references]).score)
 
     def validate(self) -> bool:
         """Validate (rank 0), save model.pt when best and last.pt; on every process, True when patience ran out."""
@@ -371,7 +373,7 @@ class Trainer:
             record["valid_nll"] = round(self.dev_loss(), 4)
             record["valid_ppl"] = round(math.exp(min(record["valid_nll"], 50)), 2)
             if self.config.train.valid_bleu:
-                record["valid_bleu"] = round(self.dev_bleu(), 2)
+                record["valid_bleu"], record["valid_chrf"] = (round(score, 2) for score in self.dev_scores())
         improved = self._track_best(record)
         record["best"] = self.progress.best
         record["valid_seconds"] = round(time.monotonic() - started, 1)
@@ -399,8 +401,9 @@ class Trainer:
         return False
 
     def write_metrics(self, record: dict) -> None:
-        with open(self.out_dir / "metrics.jsonl", "a", encoding="utf-8") as stream:
-            stream.write(json.dumps(record) + "\n")
+        if self.run_log is None:  # opened at the first record: after resume, which purges TensorBoard's later steps
+            self.run_log = RunLog(self.out_dir, self.progress.step)
+        self.run_log.write(record)
 
     # ---------------------------------------------------------------- the loop
     def budget_left(self) -> bool:
@@ -441,6 +444,7 @@ class Trainer:
         record = {"step": self.progress.step, "epoch": self.progress.epoch,
                   "train_loss": round(window["loss"] / window["updates"], 4),
                   "train_nll": round(window["nll"] / window["updates"], 4),
+                  "grad_norm": round(window["grad_norm"] / window["updates"], 4),
                   "lr": self.scheduler.get_last_lr()[0],
                   "tgt_tokens": window["tokens"], "tgt_tokens_per_s": round(window["tokens"] / train_seconds, 1),
                   "elapsed": round(self.progress.elapsed, 1)}
@@ -457,7 +461,8 @@ class Trainer:
         self.progress.step += 1
         self.progress.tgt_tokens += stats["tokens"]
         self.progress.train_seconds += seconds
-        for key, value in (("loss", stats["loss"]), ("nll", stats["nll"]), ("tokens", stats["tokens"]),
+        for key, value in (("loss", stats["loss"]), ("nll", stats["nll"]), ("grad_norm", stats["grad_norm"]),
+                           ("tokens", stats["tokens"]),
                            ("updates", 1), ("seconds", seconds)):
             window[key] += value
         return stats
@@ -562,6 +567,8 @@ def train(config: Config, data_dir: Path, out_dir: Path, resume: bool = False, q
         finished = True
         return summary if world.is_main else None
     finally:
+        if trainer is not None and trainer.run_log is not None:
+            trainer.run_log.close()
         logger.setLevel(level)
         if handler is not None:
             logger.removeHandler(handler)
