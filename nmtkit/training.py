@@ -44,7 +44,7 @@ from nmtkit.precision import auto_candidates, describe, dtype_name, fastest, tim
 from nmtkit.registry import build_model
 from nmtkit.run_log import RunLog
 from nmtkit.runtime import StopSignals, autocast_dtype, set_threads
-from nmtkit.schedule import inverse_sqrt
+from nmtkit.schedule import inverse_sqrt, resolve_schedule
 from nmtkit.translate import Translator
 
 log = logging.getLogger(__name__)
@@ -90,10 +90,10 @@ class Trainer:
     def __init__(self, config: Config, data_dir: Path, out_dir: Path, quiet: bool = False,
                  world: World | None = None):
         self.config, self.data_dir, self.out_dir, self.quiet = config, data_dir, out_dir, quiet
-        train = config.train
-        check_train_config(train)
-        self.world = world or init_world(train.device)
+        self.world = world or init_world(config.train.device)
         self.device = self.world.device
+        config.train = train = resolve_schedule(config.train, self.device.type)  # config.yaml keeps what it ran
+        check_train_config(train)
         self.threads = set_threads(train.threads)
         self.precision = None if train.amp == "auto" else autocast_dtype(train.amp)  # auto: measured
         torch.manual_seed(train.seed)
