@@ -96,6 +96,10 @@ class TrainConfig:
     max_nonfinite: int = option(10, "abort after this many updates in a row with a non-finite loss or gradient "
                                     "(each one is skipped)")
     log_every: int = option(100, "log training statistics every N updates")
+    init_from: str = option("", "fine-tune: start from this checkpoint's weights (same vocabularies and architecture; "
+                                "a fresh optimizer and schedule unless init_optimizer)")
+    init_optimizer: bool = option(False, "with init_from: also continue its optimizer state and learning-rate schedule "
+                                         "(needs a checkpoint with training state, e.g. last.pt)")
 
 
 @dataclass

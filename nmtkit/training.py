@@ -15,7 +15,6 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-import sacrebleu
 import torch
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
@@ -31,12 +30,12 @@ from nmtkit.checkpoint import (
     step_checkpoints,
     truncate_metrics,
 )
-from nmtkit.config import Config, DecodeConfig, save_yaml
-from nmtkit.data.corpus import read_lines
+from nmtkit.config import Config, save_yaml
 from nmtkit.data.dataset import Batch, ParallelData
 from nmtkit.data.prepare import load_subwords, read_manifest
 from nmtkit.distributed import World, init_world, leave_world
 from nmtkit.errors import NmtkitError
+from nmtkit.finetune import init_payload
 from nmtkit.metrics.tokenize import default_tokenizer
 from nmtkit.modules.checkpointing import checkpoint_activations
 from nmtkit.objectives import TrainingForward, label_smoothed_nll
@@ -45,7 +44,7 @@ from nmtkit.registry import build_model
 from nmtkit.run_log import RunLog
 from nmtkit.runtime import StopSignals, autocast_dtype, set_threads
 from nmtkit.schedule import inverse_sqrt, resolve_schedule
-from nmtkit.translate import Translator
+from nmtkit.validation import dev_loss, dev_scores
 
 log = logging.getLogger(__name__)
 
@@ -197,6 +196,20 @@ class Trainer:
         log.info("resumed from step %d (epoch %d, batch %d)", self.progress.step, self.progress.epoch,
                  self.progress.batch_in_epoch)
 
+    def initialize_from(self, path: str) -> None:
+        """Fine-tuning: the weights of checkpoint `path` (and, with train.init_optimizer, its optimizer state and
+        schedule position); the step count, epochs and budgets start from zero."""
+        payload = init_payload(path, self.subwords, dataclasses.asdict(self.config.model), self.data_dir)
+        self.model.load_state_dict(payload["model"])
+        if self.config.train.init_optimizer:
+            state = payload.get("train_state")
+            if state is None:
+                raise NmtkitError(f"{path} holds no optimizer state (train.init_optimizer needs a last.pt)")
+            self.optimizer.load_state_dict(state["optimizer"])
+            self.scheduler.load_state_dict(state["scheduler"])
+        log.info("starting from the weights of %s%s", path,
+                 " and its optimizer and schedule" if self.config.train.init_optimizer else "")
+
     def _restore_rng(self, state: dict) -> None:
         states = state.get("rng") or [{"torch": state["torch_rng"], "cuda": state.get("cuda_rng")}]
         if self.world.rank < len(states):
@@ -334,28 +347,10 @@ class Trainer:
         return self.update(halves, tokens, weight)
 
     # ---------------------------------------------------------------- validation
-    @torch.inference_mode()
-    def dev_loss(self) -> float:
-        self.model.eval()
-        loss_total = tokens = 0.0
-        for indices in self.dev_data.epoch_batches(self.config.train.batch_tokens, 0, 0):
-            batch = self.dev_data.batch(indices).to(self.device)
-            logits, _ = self.model(batch.src, batch.src_mask, batch.tgt_in)
-            _, nll = label_smoothed_nll(logits, batch.tgt_out, 0.0)
-            loss_total, tokens = loss_total + nll.item(), tokens + batch.num_tgt_tokens
-        return loss_total / max(tokens, 1)
-
     def dev_scores(self) -> tuple[float, float]:
-        """Greedy BLEU and chrF of the dev pairs that dev_loss scores, BLEU with sacrebleu's tokenizer for the target
-        language (`default_tokenizer`: 13a would make a Chinese or Thai sentence one or two "words")."""
-        kept = self.dev_data.kept[: self.config.train.valid_max_sentences or None]  # the pairs dev_loss scores
-        sources, references = ([lines[index] for index in kept] for lines in
-                               (read_lines(self.data_dir / f"dev.{side}.txt") for side in ("src", "tgt")))
-        loaded = LoadedModel(self.config, self.model.eval(), *self.subwords)
-        decode = DecodeConfig(beam=1, batch_tokens=self.config.decode.batch_tokens)
-        hypotheses = Translator(loaded, decode, self.device).translate(sources)
-        return (sacrebleu.corpus_bleu(hypotheses, [references], tokenize=self.bleu_tokenizer).score,
-                sacrebleu.corpus_chrf(hypotheses, [references]).score)
+        loaded = LoadedModel(self.config, self.model.eval(), *self.subwords, self.langs)
+        return dev_scores(loaded, self.dev_data, self.data_dir, self.device, self.bleu_tokenizer,
+                          self.config.train.valid_max_sentences)
 
     def validate(self) -> bool:
         """Validate (rank 0), save model.pt when best and last.pt; on every process, True when patience ran out."""
@@ -370,7 +365,8 @@ class Trainer:
         started = time.monotonic()
         record = {"step": self.progress.step, "epoch": self.progress.epoch}
         if self.has_dev:
-            record["valid_nll"] = round(self.dev_loss(), 4)
+            record["valid_nll"] = round(dev_loss(self.model, self.dev_data, self.config.train.batch_tokens,
+                                                 self.device), 4)
             record["valid_ppl"] = round(math.exp(min(record["valid_nll"], 50)), 2)
             if self.config.train.valid_bleu:
                 record["valid_bleu"], record["valid_chrf"] = (round(score, 2) for score in self.dev_scores())
@@ -557,6 +553,8 @@ def train(config: Config, data_dir: Path, out_dir: Path, resume: bool = False, q
         trainer = Trainer(config, data_dir, out_dir, quiet, world)
         if resume and (out_dir / "last.pt").exists():
             trainer.resume()
+        elif config.train.init_from:
+            trainer.initialize_from(config.train.init_from)
         trainer.settle_precision()
         if world.is_main:
             save_yaml(config, out_dir / "config.yaml")
