@@ -108,11 +108,15 @@ def prepare(
     src_lang: Annotated[str | None, typer.Option(help="source language code (default: file suffix)")] = None,
     tgt_lang: Annotated[str | None, typer.Option(help="target language code (default: file suffix)")] = None,
     overwrite: Annotated[bool, typer.Option(help="replace the prepared data already in --out")] = False,
+    subword_model: Annotated[Path | None, typer.Option(
+        help="encode with this checkpoint's subword model(s) or this SentencePiece model instead of training new "
+             "ones (data for fine-tuning that model)", dir_okay=False)] = None,
     overrides: Overrides = None,
 ) -> None:
     """Validate and clean parallel text, train SentencePiece, and write a binarized data directory."""
     from nmtkit.config import DataConfig, apply_overrides, from_dict, load_yaml
     from nmtkit.data.prepare import prepare_data
+    from nmtkit.finetune import vocabulary_of
 
     data = load_yaml(config) if config else {}
     flags = {"subword": subword, "vocab_size": vocab_size, "joint": joint}
@@ -124,7 +128,8 @@ def prepare(
                                               ("test", _split("test", test_src, test_tgt, test_tsv)))
               if files is not None}
     langs = (src_lang or _lang(train_src, "src"), tgt_lang or _lang(train_tgt, "tgt"))
-    manifest = prepare_data(splits, out, data_config, langs, overwrite)
+    subwords = vocabulary_of(subword_model) if subword_model else None
+    manifest = prepare_data(splits, out, data_config, langs, overwrite, subwords)
     print(json.dumps({"out": str(out), "vocab": manifest["vocab"], "filter": manifest["filter"],
                       "splits": manifest["splits"]}))
 
@@ -146,6 +151,9 @@ def train(
     model: Annotated[str | None, typer.Option(help="registered model name, e.g. transformer")] = None,
     overrides: Overrides = None,
     resume: Annotated[bool, typer.Option(help="continue the run in --out from last.pt")] = False,
+    init_from: Annotated[Path | None, typer.Option(
+        help="fine-tune: start from this checkpoint's weights with a fresh optimizer and schedule (its model "
+             "settings unless --config/--model give them)", dir_okay=False)] = None,
     max_steps: Annotated[int | None, typer.Option(help="stop after N updates")] = None,
     max_time: Annotated[str | None, typer.Option(help="stop after this long, e.g. 3600, 45m, 1h")] = None,
     device: Annotated[str | None, typer.Option(help="auto, cpu, cuda, cuda:N")] = None,
@@ -161,17 +169,21 @@ def train(
     `--resume` continues exactly from there. Under torchrun (`torchrun --nproc-per-node=N -m nmtkit train ...`)
     each process trains on its share of every update's batches."""
     from nmtkit.config import apply_overrides, build_config, load_yaml
+    from nmtkit.finetune import saved_model_section
     from nmtkit.training import train as run_training
 
     if gpus > 1 and "LOCAL_RANK" not in os.environ:
         raise typer.Exit(_launch_on_gpus(gpus))
     raw = load_yaml(out / "config.yaml") if resume and config is None and (out / "config.yaml").exists() else {}
     raw = load_yaml(config) if config else raw
+    if init_from and "model" not in raw and not model:
+        raw["model"] = saved_model_section(init_from)
     if model:  # a model section written for another model does not apply to this one
         section = raw.get("model")
         raw["model"] = section if isinstance(section, dict) and section.get("name", model) == model else {}
         raw["model"]["name"] = model
     flags = {"max_steps": max_steps, "max_time": parse_duration(max_time) if max_time else None,
+             "init_from": str(init_from) if init_from else None,
              "device": device, "threads": threads, "seed": seed, "update_freq": update_freq}
     raw.setdefault("train", {}).update({key: value for key, value in flags.items() if value is not None})
     summary = run_training(build_config(apply_overrides(raw, overrides or [])), data, out, resume, quiet)

@@ -78,6 +78,17 @@ def _train_subwords(out: Path, count: int, config: DataConfig) -> tuple[Subword,
     return src_model, tgt_model
 
 
+def _keep_subwords(out: Path, subwords: tuple[Subword, Subword]) -> tuple[Subword, Subword]:
+    """Existing subword model(s) (fine-tuning: the new data in the vocabulary of a trained model), written to `out`
+    as `_train_subwords` writes new ones."""
+    if subwords[0] is subwords[1]:
+        (out / "spm.model").write_bytes(subwords[0].proto)
+    else:
+        (out / "spm.src.model").write_bytes(subwords[0].proto)
+        (out / "spm.tgt.model").write_bytes(subwords[1].proto)
+    return subwords
+
+
 def _write_text(name: str, pairs: Iterable[tuple[str, str]], out: Path) -> int:
     """`{name}.src.txt` and `{name}.tgt.txt`, one pair at a time; returns the number of pairs."""
     count = 0
@@ -104,13 +115,15 @@ def _binarize(name: str, models: tuple[Subword, Subword], out: Path) -> dict:
 
 
 def prepare_data(splits: dict[str, SplitFiles], out: Path, config: DataConfig,
-                 langs: tuple[str, str] = ("src", "tgt"), overwrite: bool = False) -> dict:
+                 langs: tuple[str, str] = ("src", "tgt"), overwrite: bool = False,
+                 subwords: tuple[Subword, Subword] | None = None) -> dict:
     """Validate, clean and binarize `splits` (train required) into `out`; returns the manifest.
 
     The corpus streams through: files are read line by line (train twice: once for its median length ratio),
     kept text is written as it comes, byte for byte, SentencePiece trains on a sample read back from disk and the
     ids are encoded in chunks, so memory does not grow with the corpus (beyond 8 bytes per pair of offsets and of
-    duplicate digests). manifest.json is written last: a directory without it is not (completely) prepared."""
+    duplicate digests). `subwords` reuses existing subword models instead of training new ones. manifest.json is
+    written last: a directory without it is not (completely) prepared."""
     if "train" not in splits:
         raise NmtkitError("prepare needs training data (--train-src/--train-tgt or --train-tsv)")
     if (out / "manifest.json").exists() and not overwrite:
@@ -134,10 +147,10 @@ def prepare_data(splits: dict[str, SplitFiles], out: Path, config: DataConfig,
     for name in SPLITS[1:]:
         if name in splits:
             _write_text(name, splits[name].pairs(), out)
-    models = _train_subwords(out, kept, config)
+    models = _train_subwords(out, kept, config) if subwords is None else _keep_subwords(out, subwords)
     manifest = {"format": 1, "src_lang": langs[0], "tgt_lang": langs[1], "data": asdict(config),
                 "vocab": {"src": models[0].vocab_size, "tgt": models[1].vocab_size},
-                "subword": {"src": models[0].settings, "tgt": models[1].settings},
+                "subword": {"src": models[0].settings, "tgt": models[1].settings, "reused": subwords is not None},
                 "filter": stats.as_dict(), "splits": {}}
     for name in (name for name in SPLITS if name in splits):
         manifest["splits"][name] = _binarize(name, models, out)
