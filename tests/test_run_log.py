@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -29,6 +30,7 @@ def test_records_go_to_jsonl_and_tensorboard_and_a_resumed_run_purges_the_redone
     for step in (5, 10, 15):
         log.write({"step": step, "train_loss": float(step)})
     log.close()
+    time.sleep(1.1)  # event files are read in name order, and their names start with the second they were opened
     resumed = RunLog(tmp_path, first_step=10)  # last.pt was at step 10: steps 10 and 15 are redone
     for step in (10, 15):
         resumed.write({"step": step, "train_loss": step + 0.5})
