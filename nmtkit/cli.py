@@ -108,6 +108,9 @@ def prepare(
     src_lang: Annotated[str | None, typer.Option(help="source language code (default: file suffix)")] = None,
     tgt_lang: Annotated[str | None, typer.Option(help="target language code (default: file suffix)")] = None,
     overwrite: Annotated[bool, typer.Option(help="replace the prepared data already in --out")] = False,
+    pairs: Annotated[Path | None, typer.Option(
+        help="YAML list of language pairs for one multilingual model (src_lang, tgt_lang, train, dev, test files); "
+             "instead of --train-src/--train-tgt...", dir_okay=False)] = None,
     subword_model: Annotated[Path | None, typer.Option(
         help="encode with this checkpoint's subword model(s) or this SentencePiece model instead of training new "
              "ones (data for fine-tuning that model)", dir_okay=False)] = None,
@@ -115,6 +118,7 @@ def prepare(
 ) -> None:
     """Validate and clean parallel text, train SentencePiece, and write a binarized data directory."""
     from nmtkit.config import DataConfig, apply_overrides, from_dict, load_yaml
+    from nmtkit.data.multilingual import prepare_multilingual, read_pairs
     from nmtkit.data.prepare import prepare_data
     from nmtkit.finetune import vocabulary_of
 
@@ -128,8 +132,14 @@ def prepare(
                                               ("test", _split("test", test_src, test_tgt, test_tsv)))
               if files is not None}
     langs = (src_lang or _lang(train_src, "src"), tgt_lang or _lang(train_tgt, "tgt"))
-    subwords = vocabulary_of(subword_model) if subword_model else None
-    manifest = prepare_data(splits, out, data_config, langs, overwrite, subwords)
+    if pairs is not None:
+        if splits or subword_model:
+            raise NmtkitError("--pairs lists every file of a multilingual data directory; it does not combine with "
+                              "--train-*/--dev-*/--test-* or --subword-model")
+        manifest = prepare_multilingual(read_pairs(pairs), out, data_config, overwrite)
+    else:
+        subwords = vocabulary_of(subword_model) if subword_model else None
+        manifest = prepare_data(splits, out, data_config, langs, overwrite, subwords)
     print(json.dumps({"out": str(out), "vocab": manifest["vocab"], "filter": manifest["filter"],
                       "splits": manifest["splits"]}))
 
@@ -230,6 +240,7 @@ def translate(
     input_format: Annotated[str, typer.Option(
         help="text: one sentence a line; tsv: source<TAB>phrase<TAB>... (phrases the translation must contain); "
              'jsonl: {"text": ..., "constraints": [...], "negative": [...], "prefix": ...} a line')] = "text",
+    tgt_lang: Annotated[str | None, typer.Option(help="target language of a multilingual model")] = None,
     beam: Annotated[int | None, typer.Option(help="beam size (default: from the checkpoint, 5)")] = None,
     greedy: Annotated[bool, typer.Option(help="greedy search (same as --beam 1)")] = False,
     batch_tokens: Annotated[int | None, typer.Option(help="source tokens per batch")] = None,
@@ -275,7 +286,7 @@ def translate(
              "coverage_penalty": coverage_penalty, "min_len": min_len, "stop_finished": stop_finished,
              "max_len_a": max_len_a, "max_len_b": max_len_b, "nbest": nbest,
              "dtype": "float16" if fp16 else "bfloat16" if bf16 else None, "sample": sample or None,
-             "temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed}
+             "temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed, "tgt_lang": tgt_lang}
     raw.update({key: value for key, value in flags.items() if value is not None})
     decode = from_dict(DecodeConfig, apply_overrides({"decode": raw}, overrides or [])["decode"], "decode.")
     if alignment and decode.nbest > 1:

@@ -91,6 +91,8 @@ class TrainConfig:
     activation_checkpointing: bool = option(
         False, "recompute each layer's activations in the backward pass instead of keeping them (less memory, "
         "about a third more compute; Transformer and ConvS2S)")
+    pair_temperature: float = option(1.0, "multilingual data: sample language pair i in proportion to its size^(1/T) "
+                                          "(1 = as the data comes; 5 gives small pairs much more)")
     max_length: int = option(1024, "leave out training and dev pairs with a side of more positions than this "
                              "(subwords plus EOS) or than the model's position embeddings cover")
     max_nonfinite: int = option(10, "abort after this many updates in a row with a non-finite loss or gradient "
@@ -124,6 +126,7 @@ class DecodeConfig:
     top_k: int = option(0, "sample among the k most probable tokens (0 = all)")
     top_p: float = option(1.0, "sample within the smallest set of tokens whose probability reaches p")
     seed: int = option(1, "random seed for sampling")
+    tgt_lang: str = option("", "target language of a multilingual model (its tag starts every source)")
     dtype: Literal["float32", "float16", "bfloat16"] = option("float32", "weights and activations when translating")
     batch_tokens: int = option(6000, "source-token budget per translation batch")
     buffer_size: int = option(2000, "lines read before sorting by length and translating")

@@ -4,7 +4,8 @@
 - `tsv`: `source<TAB>phrase<TAB>phrase...` (the format of fairseq's `--constraints`): each field after the source
   is a target-language word or phrase that the translation must contain.
 - `jsonl`: one JSON object per line, `{"text": source, "constraints": [phrase, ...], "negative": [phrase, ...],
-  "prefix": target prefix}`; every key but "text" may be left out (or null); other keys are errors.
+  "prefix": target prefix, "tgt_lang": language}`; every key but "text" may be left out (or null); other keys are
+  errors. `tgt_lang` chooses a multilingual model's target language for this line (default: `--tgt-lang`).
 
 A bad line is an error naming the input and the line (`<input>:<line>: ...`), never a guess.
 """
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 
 from nmtkit.errors import NmtkitError
 
-KEYS = ("text", "constraints", "negative", "prefix")
+KEYS = ("text", "constraints", "negative", "prefix", "tgt_lang")
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class Request:
     constraints: tuple[str, ...] = ()
     negative: tuple[str, ...] = ()
     prefix: str = ""
+    tgt_lang: str = ""  # a multilingual model's target language ("" = the translator's default)
 
     @property
     def constrained(self) -> bool:
@@ -77,9 +79,10 @@ def parse_jsonl(line: str) -> Request:
         raise ValueError(f'unknown key "{unknown[0]}"; the keys are {", ".join(KEYS)}')
     if "text" not in record:
         raise ValueError('missing "text" (the source sentence)')
-    prefix = record.get("prefix")
+    prefix, tgt_lang = record.get("prefix"), record.get("tgt_lang")
     return Request(_string(record["text"], '"text"'), _phrases(record.get("constraints"), "constraints"),
-                   _phrases(record.get("negative"), "negative"), "" if prefix is None else _string(prefix, '"prefix"'))
+                   _phrases(record.get("negative"), "negative"), "" if prefix is None else _string(prefix, '"prefix"'),
+                   "" if tgt_lang is None else _string(tgt_lang, '"tgt_lang"'))
 
 
 PARSERS: dict[str, Callable[[str], Request]] = {"text": parse_text, "tsv": parse_tsv, "jsonl": parse_jsonl}

@@ -32,6 +32,7 @@ from nmtkit.checkpoint import (
 )
 from nmtkit.config import Config, save_yaml
 from nmtkit.data.dataset import Batch, ParallelData
+from nmtkit.data.multilingual import language_pairs
 from nmtkit.data.prepare import load_subwords, read_manifest
 from nmtkit.distributed import World, init_world, leave_world
 from nmtkit.errors import NmtkitError
@@ -98,7 +99,8 @@ class Trainer:
         torch.manual_seed(train.seed)
         manifest = read_manifest(data_dir)
         self.langs = (manifest.get("src_lang"), manifest.get("tgt_lang"))
-        self.bleu_tokenizer = default_tokenizer(self.langs[1])
+        self.tags, self.pairs = manifest.get("tags", {}), language_pairs(manifest)  # multilingual data
+        self.bleu_tokenizer = "per target language" if self.pairs else default_tokenizer(self.langs[1])
         self.subwords = load_subwords(data_dir)
         self.model = self._build_model()
         self.train_data = self._load_split("train")
@@ -159,7 +161,8 @@ class Trainer:
                 "scaler": self.scaler.state_dict(), "progress": vars(self.progress), "rng": rng}
 
     def save(self, name: str, train_state: dict | None = None) -> None:
-        save_atomic(make_payload(self.config, self.model, self.subwords, train_state, self.langs), self.out_dir / name)
+        save_atomic(make_payload(self.config, self.model, self.subwords, train_state, self.langs,
+                                 self.tags), self.out_dir / name)
 
     def save_last(self) -> None:
         """Write last.pt with the random state of every process; every process calls this, rank 0 writes."""
@@ -348,8 +351,8 @@ class Trainer:
 
     # ---------------------------------------------------------------- validation
     def dev_scores(self) -> tuple[float, float]:
-        loaded = LoadedModel(self.config, self.model.eval(), *self.subwords, self.langs)
-        return dev_scores(loaded, self.dev_data, self.data_dir, self.device, self.bleu_tokenizer,
+        loaded = LoadedModel(self.config, self.model.eval(), *self.subwords, self.langs, self.tags)
+        return dev_scores(loaded, self.dev_data, self.data_dir, self.device, self.pairs,
                           self.config.train.valid_max_sentences)
 
     def validate(self) -> bool:
@@ -411,7 +414,8 @@ class Trainer:
     def epoch_batches(self, epoch: int) -> list:
         if self._epoch[0] != epoch:
             train = self.config.train
-            self._epoch = (epoch, self.train_data.epoch_batches(train.batch_tokens, train.seed, epoch))
+            self._epoch = (epoch, self.train_data.epoch_batches(train.batch_tokens, train.seed, epoch,
+                                                                train.pair_temperature))
         return self._epoch[1]
 
     def next_group(self) -> list | None:

@@ -66,6 +66,9 @@ class Translator:
             advise_on_precision(loaded, getattr(torch, decode.dtype), device)
         loaded.model.to(getattr(torch, decode.dtype))
         self.max_source = (loaded.model.max_length() or 1024) - 1  # EOS takes a position
+        if decode.tgt_lang and loaded.tags and decode.tgt_lang not in loaded.tags:
+            raise NmtkitError(f"unknown --tgt-lang {decode.tgt_lang!r}; this model translates into "
+                              f"{', '.join(sorted(loaded.tags))}")
         generator = torch.Generator(device).manual_seed(decode.seed)
         self.sampler = Sampler(decode.temperature, decode.top_k, decode.top_p, generator)
 
@@ -118,6 +121,21 @@ class Translator:
                         "(they become the unknown piece)", number)
         return constraints
 
+    def _tag(self, request: Request, number: int) -> list[int]:
+        """The target-language tag that starts a multilingual model's source (Johnson et al. 2017); none for a model
+        of one target language, which refuses another language."""
+        lang, tags = request.tgt_lang or self.decode.tgt_lang, self.loaded.tags
+        if not tags:
+            model_lang = self.loaded.langs[1]
+            if lang and model_lang and lang != model_lang:
+                raise NmtkitError(f"line {number}: target language {lang!r}: this model translates into "
+                                  f"{model_lang} only (--tgt-lang is for multilingual models)")
+            return []
+        if lang not in tags:
+            what = f"unknown target language {lang!r}" if lang else "a multilingual model needs --tgt-lang"
+            raise NmtkitError(f"line {number}: {what}; this model translates into {', '.join(sorted(tags))}")
+        return [tags[lang]]
+
     def translate_nbest(self, lines: list[str], first_line: int = 1) -> list[list[tuple[str, float]]]:
         """(text, score) hypotheses per line, best first; an empty line gives one empty hypothesis."""
         return self.translate_requests([Request(line) for line in lines], first_line)
@@ -129,7 +147,8 @@ class Translator:
             if "\ufffd" in request.text:
                 log.warning("line %d: invalid UTF-8 replaced by U+FFFD", first_line + index)
         ids = self.loaded.src_subword.encode([request.text for request in requests])  # the text as written
-        ids = [self._truncate(seq, first_line + index) for index, seq in enumerate(ids)]
+        ids = [self._truncate(self._tag(request, first_line + index) + seq, first_line + index)
+               for index, (request, seq) in enumerate(zip(requests, ids))]
         constraints = [self._constraints(request, first_line + index) for index, request in enumerate(requests)]
         outputs: list[list[tuple[str, float]]] = [[("", 0.0)] for _ in requests]
         todo = [index for index, request in enumerate(requests) if request.text.strip()]

@@ -153,6 +153,22 @@ def token_batches(src_lens: np.ndarray, tgt_lens: np.ndarray, max_tokens: int,
     return batches
 
 
+def temperature_sample(line_pairs: np.ndarray, temperature: float, rng: np.random.Generator) -> np.ndarray:
+    """Positions in `line_pairs` (each line's language pair) for an epoch of as many lines, in which pair i takes a
+    share proportional to n_i^(1/temperature) (Arivazhagan et al. 2019, Section 4.2): 1 keeps the data's shares,
+    larger values give small pairs more (drawn again when they run out), large ones less."""
+    counts = np.bincount(line_pairs)
+    shares = counts.astype(np.float64) ** (1.0 / temperature)
+    shares /= shares.sum()
+    drawn = []
+    for pair, share in enumerate(shares):
+        members = np.flatnonzero(line_pairs == pair)
+        size = int(round(share * len(line_pairs)))
+        if len(members) and size:
+            drawn.append(rng.choice(members, size=size, replace=size > len(members)))
+    return np.sort(np.concatenate(drawn)) if drawn else np.arange(0)
+
+
 class ParallelData:
     """One binarized split of a data directory, without the pairs longer than `max_length` positions (a side's
     tokens plus its EOS or BOS) when that is given."""
@@ -162,6 +178,8 @@ class ParallelData:
         self.tgt = TokenArray.load(data_dir / f"{split}.tgt")
         longest = np.maximum(self.src.lengths(), self.tgt.lengths()) + 1
         self.kept = np.arange(len(self.src)) if max_length is None else np.flatnonzero(longest <= max_length)
+        corpus = data_dir / f"{split}.corpus.npy"  # the language pair of each line, in a multilingual directory
+        self.corpus = np.load(corpus) if corpus.exists() else None
 
     def __len__(self) -> int:
         return len(self.kept)
@@ -170,11 +188,15 @@ class ParallelData:
     def left_out(self) -> int:
         return len(self.src) - len(self.kept)
 
-    def epoch_batches(self, max_tokens: int, seed: int, epoch: int) -> list[np.ndarray]:
-        """The same batches for the same (seed, epoch): what makes resuming mid-epoch exact."""
+    def epoch_batches(self, max_tokens: int, seed: int, epoch: int, temperature: float = 1.0) -> list[np.ndarray]:
+        """The same batches for the same (seed, epoch): what makes resuming mid-epoch exact. With several language
+        pairs and a `temperature` other than 1, the epoch is drawn pair by pair (`temperature_sample`)."""
         rng = np.random.default_rng([seed, epoch])
-        batches = token_batches(self.src.lengths()[self.kept], self.tgt.lengths()[self.kept], max_tokens, rng)
-        return [self.kept[batch] for batch in batches]
+        lines = self.kept
+        if self.corpus is not None and temperature != 1.0:
+            lines = self.kept[temperature_sample(self.corpus[self.kept], temperature, rng)]
+        batches = token_batches(self.src.lengths()[lines], self.tgt.lengths()[lines], max_tokens, rng)
+        return [lines[batch] for batch in batches]
 
     def batch(self, indices: np.ndarray) -> Batch:
         return collate(self.src, self.tgt, indices)
