@@ -16,17 +16,19 @@ import bisect
 import json
 import logging
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from torch import Tensor
 
+import nmtkit.models  # noqa: F401  (registers the built-in models, for `attention_models`)
 from nmtkit.checkpoint import LoadedModel
 from nmtkit.data.dataset import encode_sources, pad_sequences
 from nmtkit.data.subword import BOS
 from nmtkit.errors import NmtkitError
+from nmtkit.models.base import EncoderDecoder
+from nmtkit.registry import MODELS
 
 log = logging.getLogger(__name__)
 
@@ -194,59 +196,21 @@ def alignment_error(predicted: list[set[Link]], gold: list[tuple[set[Link], set[
 # --- attention from a model -------------------------------------------------------------------------------------
 
 
-def select_attention(model: torch.nn.Module, layer: int | None, head: int | None) -> None:
-    """Point a model that offers several cross-attentions (Transformer layers and heads) at one of them.
-
-    Without a layer a Transformer of two or more decoder layers uses its second last: on the Bible test set it
-    aligns best (benchmarks/align_aer.py), as Garg et al. (2019, Section 4.2) found for the penultimate layer.
-    ConvS2S (one attention per decoder block, no heads) keeps the average over its blocks unless a layer is given.
-    """
-    if not hasattr(model, "attention_layer"):
-        if layer is not None or head is not None:
-            raise NmtkitError(f"{type(model).__name__} has one attention; --layer and --head do not apply to it")
-        return
-    layers = len(model.decoder)
-    if layer is not None and not -layers <= layer < layers:
-        raise NmtkitError(f"--layer {layer} is out of range; the model has {layers} decoder layers (0..{layers - 1})")
-    if not hasattr(model, "attention_head"):
-        if head is not None:
-            raise NmtkitError(f"{type(model).__name__} has no attention heads; --head does not apply to it")
-        model.attention_layer = layer
-        return
-    heads = model.config.heads
-    if head is not None and not 0 <= head < heads:
-        raise NmtkitError(f"--head {head} is out of range; the model has {heads} heads (0..{heads - 1})")
-    model.attention_layer = layer if layer is not None else -2 if layers >= 2 else -1
-    model.attention_head = head
-
-
-@contextmanager
-def chosen_attention(model: torch.nn.Module, layer: int | None, head: int | None) -> Iterator[None]:
-    """`select_attention` for the duration of a block; translation (coverage penalty) keeps the model's own."""
-    saved = (getattr(model, "attention_layer", None), getattr(model, "attention_head", None))
-    select_attention(model, layer, head)
-    try:
-        yield
-    finally:
-        if hasattr(model, "attention_layer"):
-            model.attention_layer = saved[0]
-        if hasattr(model, "attention_head"):
-            model.attention_head = saved[1]
+def attention_models() -> list[str]:
+    """The registered models that return cross-attention."""
+    return sorted(name for name, entry in MODELS.items() if entry.cls.has_attention)
 
 
 @torch.no_grad()
-def teacher_forced_attention(model: torch.nn.Module, sources: list[list[int]], targets: list[list[int]],
+def teacher_forced_attention(model: EncoderDecoder, sources: list[list[int]], targets: list[list[int]],
                              device: torch.device) -> list[Tensor]:
     """Cross-attention (T, S) of each pair, T = target subwords + EOS row, S = source subwords + EOS column."""
     src, src_mask = encode_sources(sources)
     tgt_in = pad_sequences(list(targets), [BOS], [])
-    try:
-        _, attention = model(src.to(device), src_mask.to(device), tgt_in.to(device), need_attention=True)
-    except TypeError as error:  # an ensemble or a model whose forward cannot return attention
-        raise NmtkitError(f"{type(model).__name__} cannot return attention for alignment") from error
+    _, attention = model(src.to(device), src_mask.to(device), tgt_in.to(device), need_attention=True)
     if attention is None:
         raise NmtkitError(f"{type(model).__name__} has no attention; align needs an attention model "
-                          "(transformer, bahdanau, luong, gnmt, convs2s)")
+                          f"({', '.join(attention_models())})")
     return [attention[row, : len(target) + 1, : len(source) + 1].cpu()
             for row, (source, target) in enumerate(zip(sources, targets))]
 
@@ -317,12 +281,12 @@ def align_files(forward: LoadedModel, backward: LoadedModel | None, src: Path, t
     src_words, tgt_words = read_words(src), read_words(tgt)
     if len(src_words) != len(tgt_words):
         raise NmtkitError(f"{src} has {len(src_words)} lines but {tgt} has {len(tgt_words)}")
-    with chosen_attention(forward.model, options.layer, options.head):
+    with forward.model.chosen_attention(options.layer, options.head):
         matrices = list(word_attentions(forward, src_words, tgt_words, device, options.batch_tokens))
     links = {"forward": [hard_links(matrix, options.threshold) for matrix in matrices]}
     reverse = None
     if backward is not None:
-        with chosen_attention(backward.model, options.layer, options.head):
+        with backward.model.chosen_attention(options.layer, options.head):
             reverse = list(word_attentions(backward, tgt_words, src_words, device, options.batch_tokens))
         links["backward"] = [transpose(hard_links(matrix, options.threshold)) for matrix in reverse]
     elif options.symmetrize is not None:
@@ -450,7 +414,7 @@ def check_outputs(output: Path | None, plot: Path | None) -> None:
 def align_translations(loaded: LoadedModel, sources: list[str], hypotheses: list[str],
                        device: torch.device) -> list[set[Link]]:
     """Argmax links between each source line and its translation (whitespace words), by teacher forcing."""
-    with chosen_attention(loaded.model, None, None):
+    with loaded.model.chosen_attention(None, None):
         matrices = word_attentions(loaded, [source.split() for source in sources],
                                    [hypothesis.split() for hypothesis in hypotheses], device)
         return [hard_links(matrix) for matrix in matrices]

@@ -8,13 +8,11 @@ from rich.console import Console
 
 from nmtkit.align import (
     alignment_error,
-    chosen_attention,
     format_pharaoh,
     hard_links,
     parse_pharaoh,
     piece_words,
     plot_heatmap,
-    select_attention,
     source_links,
     symmetrize,
     teacher_forced_attention,
@@ -22,7 +20,9 @@ from nmtkit.align import (
     transpose,
     word_attention,
 )
+from nmtkit.ensemble import Ensemble
 from nmtkit.errors import NmtkitError
+from nmtkit.models.base import EncoderDecoder
 
 # --- subwords -> words ------------------------------------------------------------------------------------------
 
@@ -157,15 +157,15 @@ def test_teacher_forced_attention_shapes_and_layers(make_transformer):
     last = teacher_forced_attention(model, sources, targets, torch.device("cpu"))
     assert [tuple(a.shape) for a in last] == [(3, 4), (5, 3)]
     assert torch.allclose(last[0].sum(dim=-1), torch.ones(3), atol=1e-5)
-    select_attention(model, 0, 1)
+    model.select_attention(0, 1)
     first_head = teacher_forced_attention(model, sources, targets, torch.device("cpu"))
     assert not torch.allclose(first_head[0], last[0])
-    select_attention(model, -1, None)
+    model.select_attention(-1, None)
     assert torch.allclose(teacher_forced_attention(model, sources, targets, torch.device("cpu"))[0], last[0])
     with pytest.raises(NmtkitError, match="--layer 3"):
-        select_attention(model, 3, None)
+        model.select_attention(3, None)
     with pytest.raises(NmtkitError, match="--head 2"):
-        select_attention(model, None, 2)
+        model.select_attention(None, 2)
 
 
 def test_convs2s_attention_is_the_block_average_or_a_chosen_block():
@@ -178,15 +178,29 @@ def test_convs2s_attention_is_the_block_average_or_a_chosen_block():
     sources, targets, cpu = [[4, 5, 6]], [[9, 10, 11]], torch.device("cpu")
     blocks = []
     for layer in range(3):
-        select_attention(model, layer, None)
+        model.select_attention(layer, None)
         blocks.append(teacher_forced_attention(model, sources, targets, cpu)[0])
     assert not torch.allclose(blocks[0], blocks[2])
-    with chosen_attention(model, None, None):
+    with model.chosen_attention(None, None):
         average = teacher_forced_attention(model, sources, targets, cpu)[0]
     torch.testing.assert_close(average, torch.stack(blocks).mean(dim=0))
-    assert model.attention_layer == 2  # restored after the block
+    torch.testing.assert_close(teacher_forced_attention(model, sources, targets, cpu)[0], blocks[2])  # restored
     with pytest.raises(NmtkitError, match="no attention heads"):
-        select_attention(model, 0, 1)
+        model.select_attention(0, 1)
+
+
+def test_chosen_attention_restores_the_models_own_after_the_block(make_transformer):
+    """Alignment takes the second last layer; translation (the coverage penalty) keeps reading the last one."""
+    model = make_transformer(decoder_layers=3)
+    sources, targets, cpu = [[4, 5, 6]], [[9, 10]], torch.device("cpu")
+    own = teacher_forced_attention(model, sources, targets, cpu)[0]
+    with model.chosen_attention(None, None):
+        second_last = teacher_forced_attention(model, sources, targets, cpu)[0]
+        with pytest.raises(NmtkitError, match="--head 5"), model.chosen_attention(None, 5):
+            pass
+        assert torch.equal(teacher_forced_attention(model, sources, targets, cpu)[0], second_last)  # refused: kept
+    assert not torch.equal(second_last, own)
+    assert torch.equal(teacher_forced_attention(model, sources, targets, cpu)[0], own)
 
 
 # --- heat-maps --------------------------------------------------------------------------------------------------
@@ -213,20 +227,34 @@ def test_terminal_heatmap_shows_words_and_shades():
     assert "two" in text and "0:uno" in text and "1:dos" in text and "█" in text
 
 
-class NoAttention(torch.nn.Module):
+class NoAttention(EncoderDecoder):
+    has_attention = False
+
     def forward(self, src, src_mask, tgt_in, need_attention=False):
         return torch.zeros(*tgt_in.shape, 5), None
 
 
-class NoAttentionArgument(torch.nn.Module):
-    def forward(self, src, src_mask, tgt_in):
-        return torch.zeros(*tgt_in.shape, 5), None
-
-
-@pytest.mark.parametrize("model, needle", [(NoAttention(), "has no attention"),
-                                           (NoAttentionArgument(), "cannot return attention")])
-def test_models_without_attention_are_refused(model, needle):
-    with pytest.raises(NmtkitError, match=needle):
+@pytest.mark.parametrize("model", [NoAttention(), Ensemble([NoAttention(), NoAttention()])])
+def test_models_without_attention_are_refused(model):
+    with pytest.raises(NmtkitError, match="has no attention") as refused:
         teacher_forced_attention(model, [[4]], [[5]], torch.device("cpu"))
+    assert "(bahdanau, convs2s, gnmt, luong, transformer)" in str(refused.value)  # the registered ones that attend
     with pytest.raises(NmtkitError, match="--layer and --head do not apply"):
-        select_attention(model, 1, None)
+        model.select_attention(1, None)
+
+
+def test_an_ensemble_attends_with_the_mean_of_its_members(make_transformer):
+    """The ensemble aligns as it decodes: its attention is the mean of its members', each member's as chosen."""
+    first, second = make_transformer(seed=1, decoder_layers=3), make_transformer(seed=2)
+    ensemble, cpu = Ensemble([first, second]).eval(), torch.device("cpu")
+    sources, targets = [[4, 5, 6], [7, 8]], [[9, 10], [4, 5, 6, 7]]
+    with ensemble.chosen_attention(None, 1):
+        mixed = teacher_forced_attention(ensemble, sources, targets, cpu)
+        with first.chosen_attention(None, 1), second.chosen_attention(None, 1):
+            members = [teacher_forced_attention(member, sources, targets, cpu) for member in (first, second)]
+    for pair, (one, other) in zip(mixed, zip(*members)):
+        torch.testing.assert_close(pair, (one + other) / 2)
+    own = [teacher_forced_attention(member, sources, targets, cpu)[1] for member in (first, second)]
+    torch.testing.assert_close(teacher_forced_attention(ensemble, sources, targets, cpu)[1], sum(own) / 2)  # restored
+    with pytest.raises(NmtkitError, match="--layer 2"):
+        ensemble.select_attention(2, None)  # the second member has two decoder layers
