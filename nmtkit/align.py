@@ -24,7 +24,7 @@ from torch import Tensor
 
 import nmtkit.models  # noqa: F401  (registers the built-in models, for `attention_models`)
 from nmtkit.checkpoint import LoadedModel
-from nmtkit.data.dataset import encode_sources, pad_sequences
+from nmtkit.data.dataset import encode_sources, pad_sequences, token_batches
 from nmtkit.data.subword import BOS
 from nmtkit.errors import NmtkitError
 from nmtkit.models.base import EncoderDecoder
@@ -219,8 +219,6 @@ def word_attentions(loaded: LoadedModel, src_lines: list[list[str]], tgt_lines: 
                     device: torch.device, batch_tokens: int = 4000) -> Iterator[Tensor]:
     """(target words, source words) attention for each pair of word lists, in input order; a pair with an empty
     side gets an empty matrix."""
-    from nmtkit.translate import length_batches
-
     src_texts, tgt_texts = [" ".join(words) for words in src_lines], [" ".join(words) for words in tgt_lines]
     src_spans, tgt_spans = loaded.src_subword.spans(src_texts), loaded.tgt_subword.spans(tgt_texts)
     src_ids, tgt_ids = loaded.src_subword.encode(src_texts), loaded.tgt_subword.encode(tgt_texts)
@@ -233,7 +231,8 @@ def word_attentions(loaded: LoadedModel, src_lines: list[list[str]], tgt_lines: 
         elif source and target:
             todo.append(index)
     results = {index: torch.zeros(len(tgt_lines[index]), len(src_lines[index])) for index in range(len(src_lines))}
-    for batch in length_batches([max(len(src_ids[index]), len(tgt_ids[index])) for index in todo], batch_tokens):
+    longest = [max(len(src_ids[index]), len(tgt_ids[index])) for index in todo]
+    for batch in token_batches(longest, longest, batch_tokens):
         rows = [todo[position] for position in batch]
         attentions = teacher_forced_attention(loaded.model, [src_ids[i] for i in rows], [tgt_ids[i] for i in rows],
                                               device)

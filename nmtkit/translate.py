@@ -14,7 +14,7 @@ import torch
 
 from nmtkit.checkpoint import LoadedModel
 from nmtkit.config import DecodeConfig
-from nmtkit.data.dataset import encode_sources
+from nmtkit.data.dataset import encode_sources, token_batches
 from nmtkit.errors import NmtkitError
 from nmtkit.precision import decoding_timings, describe, dtype_name, fastest
 from nmtkit.search import (
@@ -28,17 +28,6 @@ from nmtkit.search import (
 )
 
 log = logging.getLogger(__name__)
-
-
-def length_batches(lengths: list[int], max_tokens: int) -> list[list[int]]:
-    """Indices sorted by length, cut so that batch size * longest <= max_tokens."""
-    order = sorted(range(len(lengths)), key=lambda index: lengths[index])
-    batches: list[list[int]] = [[]]
-    for index in order:
-        if batches[-1] and (len(batches[-1]) + 1) * (lengths[index] + 1) > max_tokens:
-            batches.append([])
-        batches[-1].append(index)
-    return [batch for batch in batches if batch]
 
 
 def advise_on_precision(loaded: LoadedModel, dtype: torch.dtype, device: torch.device) -> None:
@@ -101,7 +90,8 @@ class Translator:
         ids = [self._truncate(seq, first_line + index) for index, seq in enumerate(ids)]
         outputs: list[list[tuple[str, float]]] = [[("", 0.0)] for _ in lines]
         todo = [index for index, line in enumerate(lines) if line.strip()]
-        for batch in length_batches([len(ids[index]) for index in todo], self.decode.batch_tokens):
+        lengths = [len(ids[index]) for index in todo]
+        for batch in token_batches(lengths, lengths, self.decode.batch_tokens):  # no target yet: source lengths
             rows = [todo[position] for position in batch]
             found = self.search([ids[row] for row in rows])
             decoded = iter(self.loaded.tgt_subword.decode([hyp.tokens for hyps in found for hyp in hyps]))
