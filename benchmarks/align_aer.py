@@ -18,15 +18,9 @@ from pathlib import Path
 
 import torch
 
-from nmtkit.align import (
-    alignment_error,
-    hard_links,
-    read_pharaoh,
-    read_words,
-    source_links,
-    symmetrize,
-    word_attentions,
-)
+from nmtkit.align.attention import word_attentions
+from nmtkit.align.command import read_words
+from nmtkit.align.links import alignment_error, hard_links, read_pharaoh, source_links, symmetrize
 from nmtkit.checkpoint import load_checkpoint, restore_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes" / "bible"))

@@ -344,7 +344,8 @@ def align(
     threads: Annotated[int, typer.Option(help="CPU threads (0 = all cores)")] = 0,
 ) -> None:
     """Word alignments from cross-attention: Pharaoh `i-j` lines (source word first, 0-based), AER, heat-maps."""
-    from nmtkit.align import SYMMETRIZATIONS, AlignOptions, align_files, check_outputs, evaluate_result, write_outputs
+    from nmtkit.align.command import AlignOptions, align_files, check_outputs, evaluate_result, write_outputs
+    from nmtkit.align.links import SYMMETRIZATIONS
     from nmtkit.ensemble import load_models
     from nmtkit.runtime import pick_device, set_threads
 
@@ -360,8 +361,10 @@ def align(
     result = align_files(forward, backward, src, tgt, AlignOptions(layer, head, threshold, symmetrize), torch_device)
     write_outputs(result, output if output or gold or terminal else sys.stdout, format, plot, plot_count)
     if terminal:
-        from nmtkit.align import print_terminal
+        from rich.console import Console
 
-        print_terminal(result)
+        from nmtkit.align.heatmap import terminal_heatmaps
+
+        Console().print(terminal_heatmaps(result.forward, result.src_words, result.tgt_words))
     if gold:
         print(json.dumps(evaluate_result(result, gold)))

@@ -12,6 +12,8 @@ from itertools import islice
 
 import torch
 
+from nmtkit.align.attention import align_translations
+from nmtkit.align.links import format_pharaoh
 from nmtkit.checkpoint import LoadedModel
 from nmtkit.config import DecodeConfig
 from nmtkit.data.dataset import encode_sources, token_batches
@@ -101,8 +103,6 @@ class Translator:
 
     def alignments(self, lines: list[str], translations: list[str]) -> list[str]:
         """Pharaoh links between each line's words and its translation's words."""
-        from nmtkit.align import align_translations, format_pharaoh
-
         links = align_translations(self.loaded, lines, translations, self.device)
         return [format_pharaoh(pair) for pair in links]
 

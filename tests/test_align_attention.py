@@ -1,25 +1,11 @@
-"""nmtkit.align: subword -> word attention, hard links, symmetrization, Pharaoh I/O, AER, heat-maps."""
+"""nmtkit.align.attention: subword -> word attention, teacher-forced attention and the attention a model chose."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from rich.console import Console
 
-from nmtkit.align import (
-    alignment_error,
-    format_pharaoh,
-    hard_links,
-    parse_pharaoh,
-    piece_words,
-    plot_heatmap,
-    source_links,
-    symmetrize,
-    teacher_forced_attention,
-    terminal_heatmap,
-    transpose,
-    word_attention,
-)
+from nmtkit.align.attention import piece_words, teacher_forced_attention, word_attention
 from nmtkit.ensemble import Ensemble
 from nmtkit.errors import NmtkitError
 from nmtkit.models.base import EncoderDecoder
@@ -80,74 +66,6 @@ def test_word_attention_sums_source_and_averages_target_subwords():
     assert torch.allclose(matrix, raw / raw.sum(dim=1, keepdim=True))
 
 
-# --- hard links and symmetrization ------------------------------------------------------------------------------
-
-
-def test_hard_links_argmax_and_threshold():
-    matrix = torch.tensor([[0.1, 0.9], [0.6, 0.4]])  # (target words, source words)
-    assert hard_links(matrix) == {(1, 0), (0, 1)}
-    assert hard_links(matrix, threshold=0.35) == {(1, 0), (0, 1), (1, 1)}
-    assert hard_links(torch.zeros(0, 3)) == set()
-    assert source_links(matrix) == {(0, 1), (1, 0)}
-    assert source_links(torch.tensor([[0.1, 0.9], [0.2, 0.8]])) == {(0, 1), (1, 0)}
-
-
-FORWARD, BACKWARD = {(0, 0), (1, 2), (3, 3)}, {(0, 0), (2, 1), (3, 3), (3, 4)}
-
-
-@pytest.mark.parametrize("method, expected", [
-    ("intersection", {(0, 0), (3, 3)}),
-    ("union", {(0, 0), (1, 2), (2, 1), (3, 3), (3, 4)}),
-    # (3, 4) grows next to (3, 3) (target 4 unaligned); (1, 2) and (2, 1) join in final-and (both words unaligned)
-    ("grow-diag-final-and", {(0, 0), (1, 2), (2, 1), (3, 3), (3, 4)}),
-])
-def test_symmetrize(method, expected):
-    assert symmetrize(FORWARD, BACKWARD, method) == expected
-
-
-def test_grow_diag_final_and_skips_links_of_aligned_words():
-    # (0, 2) is not next to (0, 0) and source 0 is aligned, so final-and leaves it out; union keeps it
-    assert symmetrize({(0, 0), (0, 2)}, {(0, 0)}, "grow-diag-final-and") == {(0, 0)}
-    # a diagonal neighbour of the intersection that covers an unaligned word grows in
-    assert symmetrize({(0, 0), (1, 1)}, {(0, 0)}, "grow-diag-final-and") == {(0, 0), (1, 1)}
-    assert transpose({(0, 1)}) == {(1, 0)}
-    with pytest.raises(NmtkitError, match="unknown symmetrization"):
-        symmetrize(set(), set(), "both")
-
-
-# --- Pharaoh and AER --------------------------------------------------------------------------------------------
-
-
-def test_parse_and_format_pharaoh():
-    sure, possible = parse_pharaoh("0-1 2p3 4-4")
-    assert sure == {(0, 1), (4, 4)} and possible == {(0, 1), (2, 3), (4, 4)}
-    assert format_pharaoh({(4, 4), (0, 1), (10, 2)}) == "0-1 4-4 10-2"
-    with pytest.raises(NmtkitError, match="x-1"):
-        parse_pharaoh("x-1", "gold:1")
-
-
-@pytest.mark.parametrize("predicted, precision, recall, aer", [
-    ({(0, 0), (1, 1)}, 1.0, 1.0, 0.0),  # all sure links
-    ({(0, 0), (1, 1), (2, 2)}, 1.0, 1.0, 0.0),  # a possible link costs nothing
-    ({(0, 0), (1, 1), (2, 2), (0, 3)}, 0.75, 1.0, 1 - (2 + 3) / (4 + 2)),
-    ({(0, 0)}, 1.0, 0.5, 1 - (1 + 1) / (1 + 2)),
-    (set(), 0.0, 0.0, 1.0),
-])
-def test_alignment_error(predicted, precision, recall, aer):
-    gold = [parse_pharaoh("0-0 1-1 2p2")]
-    scores = alignment_error([predicted], gold)
-    assert (scores.precision, scores.recall) == pytest.approx((precision, recall))
-    assert scores.aer == pytest.approx(aer)
-
-
-def test_alignment_error_sums_over_the_corpus_and_needs_pairs():
-    gold = [parse_pharaoh("0-0"), parse_pharaoh("0-0 1-1 2-2")]
-    scores = alignment_error([{(0, 0)}, {(0, 0)}], gold)
-    assert scores.recall == pytest.approx(2 / 4) and scores.precision == 1.0
-    with pytest.raises(NmtkitError, match="pair up"):
-        alignment_error([set()], gold)
-
-
 # --- attention from a model -------------------------------------------------------------------------------------
 
 
@@ -201,30 +119,6 @@ def test_chosen_attention_restores_the_models_own_after_the_block(make_transform
         assert torch.equal(teacher_forced_attention(model, sources, targets, cpu)[0], second_last)  # refused: kept
     assert not torch.equal(second_last, own)
     assert torch.equal(teacher_forced_attention(model, sources, targets, cpu)[0], own)
-
-
-# --- heat-maps --------------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("suffix, magic", [("png", b"\x89PNG\r\n\x1a\n"), ("svg", b"<?xml")])
-def test_plot_heatmap_writes_an_image(tmp_path, suffix, magic):
-    matrix = torch.softmax(torch.randn(4, 5), dim=-1)
-    path = tmp_path / f"pair.{suffix}"
-    plot_heatmap(matrix, ["el", "primer", "tratado", ",", "oh"], ["The", "former", "treatise", ","], path,
-                 {(0, 0), (1, 1)})
-    assert path.read_bytes().startswith(magic)
-    if suffix == "png":
-        from PIL import Image
-
-        with Image.open(path) as image:
-            image.verify()
-
-
-def test_terminal_heatmap_shows_words_and_shades():
-    console = Console(record=True, width=100, color_system=None)
-    console.print(terminal_heatmap(torch.tensor([[0.0, 1.0], [0.5, 0.5]]), ["uno", "dos"], ["two", "one"]))
-    text = console.export_text()
-    assert "two" in text and "0:uno" in text and "1:dos" in text and "█" in text
 
 
 class NoAttention(EncoderDecoder):
