@@ -7,11 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from rich.console import Group
 from torch import Tensor
 
 from nmtkit.align.attention import word_attentions
-from nmtkit.align.heatmap import plot_heatmaps
+from nmtkit.align.heatmap import plot_heatmaps, terminal_heatmaps
 from nmtkit.align.links import (
+    SYMMETRIZATIONS,
     Link,
     alignment_error,
     format_pharaoh,
@@ -23,16 +25,38 @@ from nmtkit.align.links import (
 )
 from nmtkit.checkpoint import LoadedModel
 from nmtkit.data.corpus import read_lines
+from nmtkit.ensemble import load_models
 from nmtkit.errors import NmtkitError
+from nmtkit.runtime import pick_device, set_threads
 
 
 @dataclass
 class AlignOptions:
-    layer: int | None = None
-    head: int | None = None
-    threshold: float | None = None
+    """What `nmtkit align` is asked to do (see its --help)."""
+
+    model: Path  # source -> target checkpoint
+    src: Path  # source sentences, words separated by spaces
+    tgt: Path  # target sentences, words separated by spaces
+    reverse_model: Path | None = None  # target -> source checkpoint: align both directions and symmetrize
     symmetrize: str | None = None  # default: grow-diag-final-and with a reverse model, none without
+    layer: int | None = None  # which attention (the model's `select_attention`)
+    head: int | None = None
+    threshold: float | None = None  # links with word attention >= this, not the argmax
+    format: str = "pharaoh"  # or soft-json
+    gold: Path | None = None  # gold links: the scores go to stdout instead of the alignments
+    output: Path | None = None  # the alignments go here instead of stdout
+    plot: Path | None = None  # directory for PNG and SVG heat-maps
+    plot_count: int = 10
+    terminal: bool = False  # heat-maps on stdout instead of the alignments
+    device: str = "auto"
+    threads: int = 0
     batch_tokens: int = 4000
+
+    def __post_init__(self) -> None:
+        if self.symmetrize is not None and self.symmetrize not in SYMMETRIZATIONS:
+            raise NmtkitError(f"unknown --symmetrize {self.symmetrize!r}; use one of {', '.join(SYMMETRIZATIONS)}")
+        if self.format not in ("pharaoh", "soft-json"):
+            raise NmtkitError(f"unknown --format {self.format!r}; use pharaoh or soft-json")
 
 
 @dataclass
@@ -94,15 +118,17 @@ def evaluate_result(result: AlignResult, gold_path: Path) -> dict[str, dict[str,
     return {name: alignment_error(links, gold).as_dict() for name, links in result.links.items()}
 
 
-def write_outputs(result: AlignResult, output, form: str, plot: Path | None, plot_count: int) -> None:
-    """Alignment lines (Pharaoh, or soft-json) to a path or an open text stream, and heat-maps to `plot`."""
-    lines = (soft_json(result, index) if form == "soft-json" else format_pharaoh(links)
-             for index, links in enumerate(result.links[result.final]))
+def alignment_lines(result: AlignResult, form: str) -> str:
+    """The output alignments, one line per pair: Pharaoh links, or soft-json attention."""
+    return "".join((soft_json(result, index) if form == "soft-json" else format_pharaoh(links)) + "\n"
+                   for index, links in enumerate(result.links[result.final]))
+
+
+def write_outputs(result: AlignResult, lines: str, output: Path | None, plot: Path | None, plot_count: int) -> None:
+    """Alignment lines to `output` and heat-maps to `plot`, where given."""
     try:
-        if isinstance(output, Path):
-            output.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-        elif output is not None:
-            output.writelines(line + "\n" for line in lines)
+        if output is not None:
+            output.write_text(lines, encoding="utf-8")
         if plot is not None:
             plot_heatmaps(result.forward, result.src_words, result.tgt_words, result.links[result.final], plot,
                           plot_count)
@@ -120,3 +146,32 @@ def check_outputs(output: Path | None, plot: Path | None) -> None:
             plot.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise NmtkitError(f"cannot create plot directory {plot}: {error.strerror}") from error
+
+
+@dataclass
+class AlignOutput:
+    """What `nmtkit align` shows on stdout: the terminal heat-maps, then the text (the scores as one JSON line
+    with a gold standard, else the alignment lines unless they went to a file or heat-maps took their place)."""
+
+    result: AlignResult
+    text: str
+    heatmaps: Group | None = None
+    scores: dict[str, dict[str, float]] | None = None
+
+
+def run(options: AlignOptions) -> AlignOutput:
+    """`nmtkit align`: load the model(s), align the files, write the alignments to `options.output` and the
+    heat-maps to `options.plot`, score against `options.gold`; returns what goes to stdout."""
+    check_outputs(options.output, options.plot)
+    set_threads(options.threads)
+    device = pick_device(options.device)
+    forward = load_models([options.model], device)
+    backward = load_models([options.reverse_model], device) if options.reverse_model else None
+    result = align_files(forward, backward, options.src, options.tgt, options, device)
+    lines = alignment_lines(result, options.format)
+    write_outputs(result, lines, options.output, options.plot, options.plot_count)
+    heatmaps = terminal_heatmaps(result.forward, result.src_words, result.tgt_words) if options.terminal else None
+    if options.gold:
+        scores = evaluate_result(result, options.gold)
+        return AlignOutput(result, json.dumps(scores) + "\n", heatmaps, scores)
+    return AlignOutput(result, "" if options.output or options.terminal else lines, heatmaps)
