@@ -373,24 +373,13 @@ def align(
     threads: Annotated[int, typer.Option(help="CPU threads (0 = all cores)")] = 0,
 ) -> None:
     """Word alignments from cross-attention: Pharaoh `i-j` lines (source word first, 0-based), AER, heat-maps."""
-    from nmtkit.align import SYMMETRIZATIONS, AlignOptions, align_files, check_outputs, evaluate_result, write_outputs
-    from nmtkit.ensemble import load_models
-    from nmtkit.runtime import pick_device, set_threads
+    from rich.console import Console
 
-    if symmetrize is not None and symmetrize not in SYMMETRIZATIONS:
-        raise NmtkitError(f"unknown --symmetrize {symmetrize!r}; use one of {', '.join(SYMMETRIZATIONS)}")
-    if format not in ("pharaoh", "soft-json"):
-        raise NmtkitError(f"unknown --format {format!r}; use pharaoh or soft-json")
-    check_outputs(output, plot)
-    set_threads(threads)
-    torch_device = pick_device(device)
-    forward = load_models([model], torch_device)
-    backward = load_models([reverse_model], torch_device) if reverse_model else None
-    result = align_files(forward, backward, src, tgt, AlignOptions(layer, head, threshold, symmetrize), torch_device)
-    write_outputs(result, output if output or gold or terminal else sys.stdout, format, plot, plot_count)
-    if terminal:
-        from nmtkit.align import print_terminal
+    from nmtkit.align.command import AlignOptions, run
 
-        print_terminal(result)
-    if gold:
-        print(json.dumps(evaluate_result(result, gold)))
+    printed = run(AlignOptions(model=model, src=src, tgt=tgt, reverse_model=reverse_model, symmetrize=symmetrize,
+                               layer=layer, head=head, threshold=threshold, format=format, gold=gold, output=output,
+                               plot=plot, plot_count=plot_count, terminal=terminal, device=device, threads=threads))
+    if printed.heatmaps is not None:
+        Console().print(printed.heatmaps)
+    sys.stdout.write(printed.text)

@@ -14,10 +14,12 @@ from itertools import islice
 
 import torch
 
+from nmtkit.align.attention import align_translations
+from nmtkit.align.links import format_pharaoh
 from nmtkit.checkpoint import LoadedModel
 from nmtkit.config import DecodeConfig
 from nmtkit.constraints import ConstraintEncoder, Constraints, constrained_limits
-from nmtkit.data.dataset import encode_sources
+from nmtkit.data.dataset import encode_sources, token_batches
 from nmtkit.data.subword import UNK
 from nmtkit.errors import NmtkitError
 from nmtkit.inputs import Request, parse_requests
@@ -33,17 +35,6 @@ from nmtkit.search import (
 )
 
 log = logging.getLogger(__name__)
-
-
-def length_batches(lengths: list[int], max_tokens: int) -> list[list[int]]:
-    """Indices sorted by length, cut so that batch size * longest <= max_tokens."""
-    order = sorted(range(len(lengths)), key=lambda index: lengths[index])
-    batches: list[list[int]] = [[]]
-    for index in order:
-        if batches[-1] and (len(batches[-1]) + 1) * (lengths[index] + 1) > max_tokens:
-            batches.append([])
-        batches[-1].append(index)
-    return [batch for batch in batches if batch]
 
 
 def advise_on_precision(loaded: LoadedModel, dtype: torch.dtype, device: torch.device) -> None:
@@ -152,7 +143,8 @@ class Translator:
         constraints = [self._constraints(request, first_line + index) for index, request in enumerate(requests)]
         outputs: list[list[tuple[str, float]]] = [[("", 0.0)] for _ in requests]
         todo = [index for index, request in enumerate(requests) if request.text.strip()]
-        for batch in length_batches([len(ids[index]) for index in todo], self.decode.batch_tokens):
+        lengths = [len(ids[index]) for index in todo]
+        for batch in token_batches(lengths, lengths, self.decode.batch_tokens):  # no target yet: source lengths
             rows = [todo[position] for position in batch]
             wanted = [constraints[row] for row in rows]
             found = self.search([ids[row] for row in rows], wanted if any(wanted) else None)
@@ -166,8 +158,6 @@ class Translator:
 
     def alignments(self, lines: list[str], translations: list[str]) -> list[str]:
         """Pharaoh links between each line's words and its translation's words."""
-        from nmtkit.align import align_translations, format_pharaoh
-
         links = align_translations(self.loaded, lines, translations, self.device)
         return [format_pharaoh(pair) for pair in links]
 

@@ -14,7 +14,7 @@ from nmtkit.data.subword import train_subword
 from nmtkit.inputs import Request
 from nmtkit.precision import decoding_timings
 from nmtkit.registry import build_model
-from nmtkit.translate import Translator, format_hypotheses, length_batches, translate_stream
+from nmtkit.translate import Translator, format_hypotheses, translate_stream
 
 WORDS = "uno dos tres cuatro cinco seis siete ocho nueve diez".split()
 
@@ -95,13 +95,6 @@ def test_measuring_bfloat16_leaves_the_float32_weights_alone(loaded: LoadedModel
     before = {name: value.clone() for name, value in model.state_dict().items()}
     decoding_timings(model, loaded.src_subword.vocab_size, torch.bfloat16, torch.device("cpu"), rows=4)
     assert all(torch.equal(before[name], value) for name, value in model.state_dict().items())
-
-
-def test_length_batches_cover_every_index_within_budget():
-    lengths = [5, 1, 9, 3, 3, 7, 2, 8]
-    batches = length_batches(lengths, max_tokens=12)
-    assert sorted(index for batch in batches for index in batch) == list(range(8))
-    assert all(len(batch) == 1 or len(batch) * (max(lengths[i] for i in batch) + 1) <= 12 for batch in batches)
 
 
 def test_format_hypotheses():

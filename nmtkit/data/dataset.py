@@ -1,4 +1,5 @@
-"""Binarized token arrays, padding/collation and a length-bucketed, token-budget batch sampler."""
+"""Binarized token arrays, padding/collation and the length-bucketed, token-budget batcher (training,
+translation and alignment)."""
 
 from __future__ import annotations
 
@@ -129,15 +130,19 @@ def collate(src: TokenArray, tgt: TokenArray, indices: np.ndarray) -> Batch:
                  pad_sequences(tgt_seqs, [], [EOS]), indices)
 
 
-def token_batches(src_lens: np.ndarray, tgt_lens: np.ndarray, max_tokens: int,
+def token_batches(src_lens: np.ndarray | list[int], tgt_lens: np.ndarray | list[int], max_tokens: int,
                   rng: np.random.Generator | None = None) -> list[np.ndarray]:
     """Group sentences of similar length so that batch_size * longest (padding included) <= max_tokens.
 
-    Sentences are sorted by target then source length (ties broken at random when `rng` is given), cut
-    greedily into batches, and the batch order is shuffled by `rng`. A sentence longer than the budget
-    forms a batch of its own.
+    Sentences are sorted by target then source length (ties broken at random when `rng` is given, else kept in
+    input order), cut greedily into batches, and the batch order is shuffled by `rng`. A sentence longer than the
+    budget forms a batch of its own. The one batcher of training, translation and alignment: translation, which
+    has no target yet, gives the source lengths for both sides; alignment gives each pair's longer side.
     """
-    src_lens, tgt_lens = src_lens + 1, tgt_lens + 1  # EOS / BOS
+    src_lens = np.asarray(src_lens, dtype=np.int64) + 1  # EOS
+    tgt_lens = np.asarray(tgt_lens, dtype=np.int64) + 1  # BOS
+    if not len(src_lens):
+        return []
     ties = rng.random(len(src_lens)) if rng is not None else np.arange(len(src_lens))
     order = np.lexsort((ties, src_lens, tgt_lens))
     batches, start, longest = [], 0, 0
