@@ -238,7 +238,8 @@ def test_pairs_longer_than_max_length_or_the_positions_are_left_out(data_dir: Pa
         assert max(max(len(data.src[i]), len(data.tgt[i])) for i in data.kept) == 4
     assert "train: left out" in caplog.text
     decoded = []
-    monkeypatch.setattr(Translator, "translate", lambda self, lines: decoded.extend(lines) or list(lines))
+    monkeypatch.setattr(Translator, "translate_requests", lambda self, requests: decoded.extend(
+        request.text for request in requests) or [[(request.text, 0.0)] for request in requests])
     assert trainer.dev_scores() == pytest.approx((100.0, 100.0))  # the sources as translations: each copies its source
     assert len(decoded) == len(trainer.dev_data) and max(len(line.split()) for line in decoded) == 4
     positions = build_config({"model": {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2,
