@@ -10,7 +10,7 @@ THREADS ?= 0
 # LANG_DIR (a locale such as zh_CN, ja, th, ar, he) and CODE choose the language of recipe-messages
 export MODEL MAX_TIME THREADS LANG_DIR CODE
 
-.PHONY: install test lint bench recipe-bible recipe-bible-zoo recipe-reverse recipe-wmt recipe-messages bible-data wmt-data clean
+.PHONY: install test lint bench recipe-bible recipe-bible-zoo recipe-reverse recipe-wmt recipe-messages recipe-multilingual bible-data wmt-data clean
 
 install: $(VENV)/.installed
 
@@ -59,6 +59,9 @@ recipe-wmt: install
 
 recipe-messages: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/messages/run.sh
+
+recipe-multilingual: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/multilingual/run.sh
 
 clean:
 	rm -rf $(VENV) runs data

@@ -108,11 +108,19 @@ def prepare(
     src_lang: Annotated[str | None, typer.Option(help="source language code (default: file suffix)")] = None,
     tgt_lang: Annotated[str | None, typer.Option(help="target language code (default: file suffix)")] = None,
     overwrite: Annotated[bool, typer.Option(help="replace the prepared data already in --out")] = False,
+    pairs: Annotated[Path | None, typer.Option(
+        help="YAML list of language pairs for one multilingual model (src_lang, tgt_lang, train, dev, test files); "
+             "instead of --train-src/--train-tgt...", dir_okay=False)] = None,
+    subword_model: Annotated[Path | None, typer.Option(
+        help="encode with this checkpoint's subword model(s) or this SentencePiece model instead of training new "
+             "ones (data for fine-tuning that model)", dir_okay=False)] = None,
     overrides: Overrides = None,
 ) -> None:
     """Validate and clean parallel text, train SentencePiece, and write a binarized data directory."""
     from nmtkit.config import DataConfig, apply_overrides, from_dict, load_yaml
+    from nmtkit.data.multilingual import prepare_multilingual, read_pairs
     from nmtkit.data.prepare import prepare_data
+    from nmtkit.finetune import vocabulary_of
 
     data = load_yaml(config) if config else {}
     flags = {"subword": subword, "vocab_size": vocab_size, "joint": joint}
@@ -124,7 +132,14 @@ def prepare(
                                               ("test", _split("test", test_src, test_tgt, test_tsv)))
               if files is not None}
     langs = (src_lang or _lang(train_src, "src"), tgt_lang or _lang(train_tgt, "tgt"))
-    manifest = prepare_data(splits, out, data_config, langs, overwrite)
+    if pairs is not None:
+        if splits or subword_model:
+            raise NmtkitError("--pairs lists every file of a multilingual data directory; it does not combine with "
+                              "--train-*/--dev-*/--test-* or --subword-model")
+        manifest = prepare_multilingual(read_pairs(pairs), out, data_config, overwrite)
+    else:
+        subwords = vocabulary_of(subword_model) if subword_model else None
+        manifest = prepare_data(splits, out, data_config, langs, overwrite, subwords)
     print(json.dumps({"out": str(out), "vocab": manifest["vocab"], "filter": manifest["filter"],
                       "splits": manifest["splits"]}))
 
@@ -146,6 +161,9 @@ def train(
     model: Annotated[str | None, typer.Option(help="registered model name, e.g. transformer")] = None,
     overrides: Overrides = None,
     resume: Annotated[bool, typer.Option(help="continue the run in --out from last.pt")] = False,
+    init_from: Annotated[Path | None, typer.Option(
+        help="fine-tune: start from this checkpoint's weights with a fresh optimizer and schedule (its model "
+             "settings unless --config/--model give them)", dir_okay=False)] = None,
     max_steps: Annotated[int | None, typer.Option(help="stop after N updates")] = None,
     max_time: Annotated[str | None, typer.Option(help="stop after this long, e.g. 3600, 45m, 1h")] = None,
     device: Annotated[str | None, typer.Option(help="auto, cpu, cuda, cuda:N")] = None,
@@ -161,17 +179,21 @@ def train(
     `--resume` continues exactly from there. Under torchrun (`torchrun --nproc-per-node=N -m nmtkit train ...`)
     each process trains on its share of every update's batches."""
     from nmtkit.config import apply_overrides, build_config, load_yaml
+    from nmtkit.finetune import saved_model_section
     from nmtkit.training import train as run_training
 
     if gpus > 1 and "LOCAL_RANK" not in os.environ:
         raise typer.Exit(_launch_on_gpus(gpus))
     raw = load_yaml(out / "config.yaml") if resume and config is None and (out / "config.yaml").exists() else {}
     raw = load_yaml(config) if config else raw
+    if init_from and "model" not in raw and not model:
+        raw["model"] = saved_model_section(init_from)
     if model:  # a model section written for another model does not apply to this one
         section = raw.get("model")
         raw["model"] = section if isinstance(section, dict) and section.get("name", model) == model else {}
         raw["model"]["name"] = model
     flags = {"max_steps": max_steps, "max_time": parse_duration(max_time) if max_time else None,
+             "init_from": str(init_from) if init_from else None,
              "device": device, "threads": threads, "seed": seed, "update_freq": update_freq}
     raw.setdefault("train", {}).update({key: value for key, value in flags.items() if value is not None})
     summary = run_training(build_config(apply_overrides(raw, overrides or [])), data, out, resume, quiet)
@@ -215,6 +237,10 @@ def translate(
     model: Annotated[list[Path], typer.Option("--model", "-m", help="checkpoint (repeat for an ensemble), or a "
                                               "directory written by nmtkit export")],
     input: Annotated[Path | None, typer.Option("--input", "-i", help="input file (default: stdin)")] = None,
+    input_format: Annotated[str, typer.Option(
+        help="text: one sentence a line; tsv: source<TAB>phrase<TAB>... (phrases the translation must contain); "
+             'jsonl: {"text": ..., "constraints": [...], "negative": [...], "prefix": ...} a line')] = "text",
+    tgt_lang: Annotated[str | None, typer.Option(help="target language of a multilingual model")] = None,
     beam: Annotated[int | None, typer.Option(help="beam size (default: from the checkpoint, 5)")] = None,
     greedy: Annotated[bool, typer.Option(help="greedy search (same as --beam 1)")] = False,
     batch_tokens: Annotated[int | None, typer.Option(help="source tokens per batch")] = None,
@@ -245,20 +271,23 @@ def translate(
 ) -> None:
     """Translate lines from stdin (or --input) to stdout, one output line per input line (K with --nbest K)."""
     from nmtkit.config import apply_overrides
+    from nmtkit.inputs import check_format
     from nmtkit.translate import Translator, translate_stream
 
+    check_format(input_format)
     flags = {"beam": 1 if greedy else beam, "batch_tokens": batch_tokens, "buffer_size": buffer_size,
              "length_penalty": length_penalty, "alpha": alpha, "beta": beta, "word_penalty": word_penalty,
              "coverage_penalty": coverage_penalty, "min_len": min_len, "stop_finished": stop_finished,
              "max_len_a": max_len_a, "max_len_b": max_len_b, "nbest": nbest,
              "dtype": "float16" if fp16 else "bfloat16" if bf16 else None, "sample": sample or None,
-             "temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed}
+             "temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed, "tgt_lang": tgt_lang}
     raw = {key: value for key, value in flags.items() if value is not None}
     decode = apply_overrides({"decode": raw}, overrides or [])["decode"]
     translator = Translator.load(model, device, threads, average, **decode)
     if alignment and translator.decode.nbest > 1:
         raise NmtkitError("--alignment prints the links of the best translation; it does not combine with --nbest")
-    for text in translate_stream(translator, _open_lines(input), scores, alignment):
+    for text in translate_stream(translator, _open_lines(input), scores, alignment, input_format,
+                                 "<stdin>" if input is None else str(input)):
         sys.stdout.write(text)
         sys.stdout.flush()
 
@@ -383,24 +412,13 @@ def align(
     threads: Annotated[int, typer.Option(help="CPU threads (0 = all cores)")] = 0,
 ) -> None:
     """Word alignments from cross-attention: Pharaoh `i-j` lines (source word first, 0-based), AER, heat-maps."""
-    from nmtkit.align import SYMMETRIZATIONS, AlignOptions, align_files, check_outputs, evaluate_result, write_outputs
-    from nmtkit.ensemble import load_models
-    from nmtkit.runtime import pick_device, set_threads
+    from rich.console import Console
 
-    if symmetrize is not None and symmetrize not in SYMMETRIZATIONS:
-        raise NmtkitError(f"unknown --symmetrize {symmetrize!r}; use one of {', '.join(SYMMETRIZATIONS)}")
-    if format not in ("pharaoh", "soft-json"):
-        raise NmtkitError(f"unknown --format {format!r}; use pharaoh or soft-json")
-    check_outputs(output, plot)
-    set_threads(threads)
-    torch_device = pick_device(device)
-    forward = load_models([model], torch_device)
-    backward = load_models([reverse_model], torch_device) if reverse_model else None
-    result = align_files(forward, backward, src, tgt, AlignOptions(layer, head, threshold, symmetrize), torch_device)
-    write_outputs(result, output if output or gold or terminal else sys.stdout, format, plot, plot_count)
-    if terminal:
-        from nmtkit.align import print_terminal
+    from nmtkit.align.command import AlignOptions, run
 
-        print_terminal(result)
-    if gold:
-        print(json.dumps(evaluate_result(result, gold)))
+    printed = run(AlignOptions(model=model, src=src, tgt=tgt, reverse_model=reverse_model, symmetrize=symmetrize,
+                               layer=layer, head=head, threshold=threshold, format=format, gold=gold, output=output,
+                               plot=plot, plot_count=plot_count, terminal=terminal, device=device, threads=threads))
+    if printed.heatmaps is not None:
+        Console().print(printed.heatmaps)
+    sys.stdout.write(printed.text)

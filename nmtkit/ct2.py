@@ -31,7 +31,7 @@ from __future__ import annotations
 import copy
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
 
@@ -59,6 +59,7 @@ class ExportedModel:
     tgt_subword: Subword
     langs: tuple[str | None, str | None]
     quantization: str
+    tags: dict[str, int] = field(default_factory=dict)  # a multilingual model's target languages and their tag ids
 
 
 def is_exported(path: Path) -> bool:
@@ -82,7 +83,7 @@ def load_exported(directory: Path) -> ExportedModel:
             from error
     langs = info.get("langs") or {}
     return ExportedModel(directory, build_config(info["config"]), src_subword, tgt_subword,
-                         (langs.get("src"), langs.get("tgt")), info.get("quantization", "?"))
+                         (langs.get("src"), langs.get("tgt")), info.get("quantization", "?"), langs.get("tags") or {})
 
 
 def ct2_length_penalty(decode: DecodeConfig) -> float:

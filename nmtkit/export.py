@@ -147,7 +147,7 @@ def manifest(loaded: LoadedModel, quantization: str) -> dict:
     return {"format": MANIFEST_FORMAT, "nmtkit_version": __version__, "ctranslate2_version": ctranslate2.__version__,
             "quantization": quantization, "config": to_dict(loaded.config),
             "subword": {"src": SOURCE_SUBWORD, "tgt": SOURCE_SUBWORD if joint else TARGET_SUBWORD, "joint": joint},
-            "langs": {"src": loaded.langs[0], "tgt": loaded.langs[1]}}
+            "langs": {"src": loaded.langs[0], "tgt": loaded.langs[1], "tags": dict(loaded.tags)}}
 
 
 def current_umask() -> int:

@@ -302,6 +302,10 @@ def test_export_translate_through_the_command_line(pre_norm, tmp_path):
         assert_same_output(output, expected)
     assert_error(cli("translate", "-m", str(float32), "--alignment", stdin="a\n"), "--alignment")
     assert_error(cli("translate", "-m", str(float32), "--length-penalty", "gnmt", stdin="a\n"), "gnmt")
+    assert_error(cli("translate", "-m", str(float32), "--input-format", "tsv", stdin="a b\tB\n"), "constrained")
+    assert cli("translate", "-m", str(float32), "--input-format", "tsv", stdin="a b\n").stdout == \
+        cli("translate", "-m", str(float32), stdin="a b\n").stdout  # no constraints: as text input
+    assert_error(cli("translate", "-m", str(float32), "--tgt-lang", "xx", stdin="a\n"), "translates into")
     assert_error(cli("translate", "-m", str(tmp_path), stdin="a\n"), "nmtkit export")
     assert_error(cli("export", "-m", str(checkpoint), "--out", str(float32)), "not an empty directory")
 
