@@ -10,7 +10,7 @@ THREADS ?= 0
 # LANG_DIR (a locale such as zh_CN, ja, th, ar, he) and CODE choose the language of recipe-messages
 export MODEL MAX_TIME THREADS LANG_DIR CODE
 
-.PHONY: install test lint bench recipe-bible recipe-bible-zoo recipe-reverse recipe-wmt recipe-messages bible-data wmt-data clean
+.PHONY: install test lint bench recipe-bible recipe-bible-zoo recipe-reverse recipe-wmt recipe-messages recipe-multilingual bible-data wmt-data clean
 
 install: $(VENV)/.installed
 
@@ -36,6 +36,8 @@ bench: bible-data
 	  || echo "align_aer.py skipped: run make recipe-bible first" >&2
 	[ -f runs/bible-es-en/transformer/model.pt ] && $(BIN)/python benchmarks/translate_speed.py --reduced-precision \
 	  || echo "translate_speed.py skipped: run make recipe-bible first" >&2
+	[ -f runs/bible-es-en/transformer/model.pt ] && $(BIN)/python benchmarks/serve_speed.py \
+	  || echo "serve_speed.py skipped: run make recipe-bible first" >&2
 
 recipe-reverse: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/reverse/run.sh
@@ -57,6 +59,9 @@ recipe-wmt: install
 
 recipe-messages: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/messages/run.sh
+
+recipe-multilingual: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/multilingual/run.sh
 
 clean:
 	rm -rf $(VENV) runs data

@@ -18,16 +18,9 @@ from pathlib import Path
 
 import torch
 
-from nmtkit.align import (
-    alignment_error,
-    hard_links,
-    read_pharaoh,
-    read_words,
-    select_attention,
-    source_links,
-    symmetrize,
-    word_attentions,
-)
+from nmtkit.align.attention import word_attentions
+from nmtkit.align.command import read_words
+from nmtkit.align.links import alignment_error, hard_links, read_pharaoh, source_links, symmetrize
 from nmtkit.checkpoint import load_checkpoint, restore_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes" / "bible"))
@@ -37,7 +30,7 @@ from gold import tokenize  # noqa: E402
 def attention_rows(model_path: Path, data: Path, gold, heads: bool) -> list[tuple[str, dict, float]]:
     loaded = restore_model(load_checkpoint(model_path), torch.device("cpu"))
     src, tgt = read_words(data / "test.words.es"), read_words(data / "test.words.en")
-    layers = len(loaded.model.decoder)
+    layers = loaded.config.model.decoder_layers
     rows = []
     for layer in range(layers):
         rows.append(_attention_row(loaded, src, tgt, gold, layer, None))
@@ -51,7 +44,7 @@ def attention_rows(model_path: Path, data: Path, gold, heads: bool) -> list[tupl
 def _one_model_symmetrized(loaded, src, tgt, gold, layer: int) -> list[tuple[str, dict, float]]:
     """Argmax per target word and argmax per source word of the same attention, symmetrized."""
     start = time.perf_counter()
-    select_attention(loaded.model, layer, None)
+    loaded.model.select_attention(layer, None)
     matrices = list(word_attentions(loaded, src, tgt, torch.device("cpu")))
     by_target, by_source = [hard_links(m) for m in matrices], [source_links(m) for m in matrices]
     seconds = time.perf_counter() - start
@@ -65,8 +58,7 @@ def _one_model_symmetrized(loaded, src, tgt, gold, layer: int) -> list[tuple[str
 
 def _attention_row(loaded, src, tgt, gold, layer: int, head: int | None) -> tuple[str, dict, float]:
     start = time.perf_counter()
-    loaded.model.attention_layer, loaded.model.attention_head = -1, None
-    select_attention(loaded.model, layer, head)
+    loaded.model.select_attention(layer, head)
     links = [hard_links(matrix) for matrix in word_attentions(loaded, src, tgt, torch.device("cpu"))]
     name = f"attention layer {layer}" + (" mean of heads" if head is None else f" head {head}")
     return name, alignment_error(links, gold).as_dict(), time.perf_counter() - start

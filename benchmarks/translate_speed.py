@@ -16,6 +16,13 @@ threads (nmtkit `--threads`; OpenNMT-py has no thread flag and takes OMP_NUM_THR
   (meant as PyTorch dynamic int8 quantization, its CPU-only option; in 3.5.1 it changes nothing, as
   onmt/model_builder.py compares the option's string with torch.int8, so this is OpenNMT-py in float32 again and
   its outputs equal its float32 run's).
+The same weights also run in CTranslate2, twice, each through its own converter (conversions outside the timed
+commands): nmtkit's export (`nmtkit export`, float32 and int8 weights), translated by `nmtkit translate -m DIR`
+with nmtkit's search settings (outputs equal nmtkit's float32 ones up to float rounding, see nmtkit/ct2.py), and
+CTranslate2's own OpenNMT-py converter (`ct2-opennmt-py-converter`, run on the checkpoint above; it reads no
+OpenNMT-py code, and it leaves the layer norm epsilon at CTranslate2's 1e-6 where nmtkit and this checkpoint use
+1e-5), translated by benchmarks/ct2_translate.py with CTranslate2's defaults (`translate_file`: batches of 32
+sentences, length penalty 1 on |Y| without EOS, at most 256 tokens), its input and output as OpenNMT-py's.
 Both use their default batching: nmtkit (the checkpoint's decode settings) sorts 2000 lines at a time by length
 and cuts batches of 6000 source tokens; OpenNMT-py sorts up to 16384 lines by length and cuts batches of 30
 sentences. Both use their default output length limit: nmtkit 1.5 * source length + 10 per sentence, OpenNMT-py
@@ -33,7 +40,7 @@ Empty input lines are left out (nmtkit does not translate them; OpenNMT-py would
 
 Usage: python benchmarks/translate_speed.py [--model runs/bible-es-en/transformer/model.pt]
        [--input data/bible/raw/test.es] [--ref data/bible/raw/test.en] [--threads 2] [--beam 5] [--skip-onmt]
-       [--reduced-precision]
+       [--skip-ctranslate2] [--reduced-precision]
 (build the OpenNMT-py environment first with benchmarks/setup_onmt.sh).
 """
 
@@ -55,13 +62,16 @@ import torch
 from onmt_convert import convert, nmtkit_to_onmt_tokens, source_line
 
 from nmtkit.checkpoint import load_checkpoint
-from nmtkit.data.corpus import normalize
 from nmtkit.data.subword import Subword
+from nmtkit.export import export_model
 from nmtkit.run_config import build_config
 
 log = logging.getLogger("translate_speed")
 
 NMTKIT, ONMT = "nmtkit", "OpenNMT-py 3.5.1"
+NMTKIT_CT2, NMTKIT_CT2_INT8 = "nmtkit → CTranslate2", "nmtkit → CTranslate2 int8"
+ONMT_CT2 = "OpenNMT-py → CTranslate2"
+CT2_TRANSLATE = Path(__file__).with_name("ct2_translate.py")
 REDUCED = "bf16/int8"  # suffix of the reduced-precision search: nmtkit --bf16, OpenNMT-py -precision int8
 ONMT_OWN_TIME = re.compile(r"Total translation time \(s\): ([\d.]+)")
 
@@ -70,7 +80,7 @@ ONMT_OWN_TIME = re.compile(r"Total translation time \(s\): ([\d.]+)")
 class Inputs:
     """The same sentences for both tools, and what turns OpenNMT-py's output tokens back into text."""
 
-    text: Path  # nmtkit input: the non-empty input lines, whitespace-normalised
+    text: Path  # nmtkit input: the non-empty input lines, as written
     pieces: Path  # OpenNMT-py input: the same lines as SentencePiece tokens + </s>
     refs: list[str] | None
     tgt_subword: Subword
@@ -108,7 +118,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=2, help="CPU threads for both tools")
     parser.add_argument("--beam", type=int, default=5, help="beam size of the beam-search runs")
     parser.add_argument("--onmt-venv", type=Path, default=Path("/work/onmt-venv"), help="OpenNMT-py 3.5.1 venv")
-    parser.add_argument("--skip-onmt", action="store_true", help="time nmtkit only")
+    parser.add_argument("--skip-onmt", action="store_true", help="leave out OpenNMT-py")
+    parser.add_argument("--skip-ctranslate2", action="store_true", help="leave out the CTranslate2 runs")
     parser.add_argument("--reduced-precision", action="store_true",
                         help="also beam search with nmtkit --bf16 and OpenNMT-py -precision int8")
     return parser.parse_args()
@@ -138,8 +149,8 @@ def prepare_inputs(args: argparse.Namespace, payload: dict, workdir: Path) -> In
     """Write the non-empty input lines for nmtkit, and for OpenNMT-py the pieces nmtkit feeds its model: the
     SentencePiece ids cut to max_positions - 1 as nmtkit cuts them, then the EOS it appends."""
     lines = args.input.read_text(encoding="utf-8").splitlines()
-    kept = [index for index, line in enumerate(lines) if normalize(line)]
-    texts = [normalize(lines[index]) for index in kept]
+    kept = [index for index, line in enumerate(lines) if line.strip()]
+    texts = [lines[index] for index in kept]  # as written: nmtkit encodes a line as it is
     src_subword = Subword(payload["subword"]["src"])
     tgt_subword = src_subword if payload["subword"]["joint"] else Subword(payload["subword"]["tgt"])
     limit = build_config(payload["config"]).model.max_positions - 1
@@ -171,20 +182,51 @@ def run_timed(command: list[str], env: dict, stdout_path: Path, log_path: Path) 
     return seconds
 
 
-# ---------------------------------------------------------------- nmtkit
-def nmtkit_command(args: argparse.Namespace, source: Path, search: str) -> list[str]:
+def file_name(tool: str, search: str) -> str:
+    """A file name for one run's outputs and logs."""
+    return re.sub(r"[^A-Za-z0-9.]+", "-", f"{tool} {search}").strip("-")
+
+
+# ---------------------------------------------------------------- nmtkit (a checkpoint, or an exported directory)
+def nmtkit_command(args: argparse.Namespace, source: Path, search: str, model: Path | None = None) -> list[str]:
     mode = ["--greedy"] if search == "greedy" else ["--beam", str(args.beam), "--length-penalty", "average"]
     mode += ["--bf16"] if search.endswith(REDUCED) else []
-    return [sys.executable, "-m", "nmtkit", "-q", "translate", "--model", str(args.model), "--input", str(source),
-            "--threads", str(args.threads), "--device", "cpu"] + mode
+    return [sys.executable, "-m", "nmtkit", "-q", "translate", "--model", str(model or args.model), "--input",
+            str(source), "--threads", str(args.threads), "--device", "cpu"] + mode
 
 
-def time_nmtkit(args: argparse.Namespace, inputs: Inputs, search: str, workdir: Path) -> Run:
-    name = search.replace(" ", "").replace(",", "-").replace("/", "-")
-    env, out, err = thread_env(args.threads), workdir / f"nmtkit-{name}.out", workdir / f"nmtkit-{name}.log"
-    startup = run_timed(nmtkit_command(args, first_line(inputs.text), search), env, out, err)
-    wall = run_timed(nmtkit_command(args, inputs.text, search), env, out, err)
-    return Run(NMTKIT, search, wall, startup, out.read_text(encoding="utf-8").splitlines())
+def time_nmtkit(args: argparse.Namespace, inputs: Inputs, search: str, workdir: Path, tool: str = NMTKIT,
+                model: Path | None = None) -> Run:
+    name = file_name(tool, search)
+    env, out, err = thread_env(args.threads), workdir / f"{name}.out", workdir / f"{name}.log"
+    startup = run_timed(nmtkit_command(args, first_line(inputs.text), search, model), env, out, err)
+    wall = run_timed(nmtkit_command(args, inputs.text, search, model), env, out, err)
+    return Run(tool, search, wall, startup, out.read_text(encoding="utf-8").splitlines())
+
+
+# ---------------------------------------------------------------- CTranslate2 from OpenNMT-py's checkpoint
+def onmt_ct2_convert(onmt_model: Path, out: Path) -> Path:
+    """CTranslate2's own converter on the OpenNMT-py checkpoint (it unpickles the checkpoint's argparse options:
+    --unsafe_deserialization, for a file this script wrote)."""
+    converter = Path(sys.executable).with_name("ct2-opennmt-py-converter")
+    run_timed([str(converter), "--model_path", str(onmt_model), "--output_dir", str(out), "--unsafe_deserialization"],
+              os.environ.copy(), out.with_suffix(".stdout"), out.with_suffix(".log"))
+    return out
+
+
+def ct2_command(args: argparse.Namespace, model: Path, source: Path, output: Path, search: str) -> list[str]:
+    beam = "1" if search == "greedy" else str(args.beam)
+    return [sys.executable, str(CT2_TRANSLATE), str(model), str(source), str(output), "--beam", beam,
+            "--threads", str(args.threads)]
+
+
+def time_onmt_ct2(args: argparse.Namespace, model: Path, inputs: Inputs, search: str, workdir: Path) -> Run:
+    name = file_name(ONMT_CT2, search)
+    env, output, log_path = thread_env(args.threads), workdir / f"{name}.out", workdir / f"{name}.log"
+    stdout = workdir / f"{name}.stdout"
+    startup = run_timed(ct2_command(args, model, first_line(inputs.pieces), output, search), env, stdout, log_path)
+    wall = run_timed(ct2_command(args, model, inputs.pieces, output, search), env, stdout, log_path)
+    return Run(ONMT_CT2, search, wall, startup, decode_onmt(output, inputs))
 
 
 # ---------------------------------------------------------------- OpenNMT-py
@@ -202,9 +244,9 @@ def decode_onmt(path: Path, inputs: Inputs) -> list[str]:
 
 
 def time_onmt(args: argparse.Namespace, model: Path, inputs: Inputs, search: str, workdir: Path) -> Run:
-    name = search.replace(" ", "").replace(",", "-").replace("/", "-")
-    env, output = thread_env(args.threads), workdir / f"onmt-{name}.out"
-    stdout, err = workdir / f"onmt-{name}.stdout", workdir / f"onmt-{name}.log"
+    name = file_name(ONMT, search)
+    env, output = thread_env(args.threads), workdir / f"{name}.out"
+    stdout, err = workdir / f"{name}.stdout", workdir / f"{name}.log"
     startup = run_timed(onmt_command(args, model, first_line(inputs.pieces), output, search), env, stdout, err)
     wall = run_timed(onmt_command(args, model, inputs.pieces, output, search), env, stdout, err)
     own = ONMT_OWN_TIME.search(err.read_text(encoding="utf-8") + stdout.read_text(encoding="utf-8"))
@@ -244,6 +286,31 @@ def format_ratio(nmtkit: Run, onmt: Run) -> str:
             f"{ratio(nmtkit.tokens, nmtkit.translate, onmt.tokens, onmt.translate)} | {100 * same:.1f}% |")
 
 
+def baseline_search(search: str) -> str:
+    """The search whose nmtkit PyTorch float32 run the others are measured against: beam for the beam searches."""
+    return "greedy" if search == "greedy" else search.split(",")[0]
+
+
+def format_against(run: Run, baseline: Run) -> str:
+    """A run's throughput over nmtkit PyTorch float32's on the same search, and its share of identical lines."""
+    same = sum(left == right for left, right in zip(run.outputs, baseline.outputs)) / max(len(run.outputs), 1)
+    sentences = len(run.outputs), len(baseline.outputs)
+    return (f"| {run.search} | {run.tool} | {ratio(sentences[0], run.wall, sentences[1], baseline.wall)} | "
+            f"{ratio(sentences[0], run.translate, sentences[1], baseline.translate)} | "
+            f"{ratio(run.tokens, run.translate, baseline.tokens, baseline.translate)} | {100 * same:.1f}% |")
+
+
+def print_against_nmtkit(runs: list[Run]) -> None:
+    baselines = {run.search: run for run in runs if run.tool == NMTKIT}
+    rows = [format_against(run, baselines[baseline_search(run.search)]) for run in runs
+            if baseline_search(run.search) in baselines and run is not baselines[baseline_search(run.search)]]
+    if rows:
+        print("\nAgainst nmtkit PyTorch float32 on the same search (× its throughput; lines identical to its output):")
+        print("| search | tool | sent/s (wall) | sent/s (translate) | tok/s (translate) | identical lines |")
+        print("|---|---|---|---|---|---|")
+        print("\n".join(rows))
+
+
 def print_report(runs: list[Run], refs: list[str] | None, args: argparse.Namespace) -> None:
     print(f"CPU, {args.threads} threads, beam {args.beam}; each tool's default batching and length limits.\n")
     print("| search | tool | sentences | tokens | wall s | startup s | sent/s (wall) | tok/s (wall) "
@@ -261,27 +328,55 @@ def print_report(runs: list[Run], refs: list[str] | None, args: argparse.Namespa
             print(format_ratio(pairs[search, NMTKIT], pairs[search, ONMT]))
         own = ", ".join(f"{run.search} {run.own_seconds:.1f} s" for run in runs if run.own_seconds is not None)
         print(f"\nOpenNMT-py's own -report_time (model load excluded): {own}.")
+    print_against_nmtkit(runs)
     print("\nstartup s: the same command on the first line alone; translate = wall - startup. "
           "tokens: whitespace words of the detokenised output.")
 
 
-def time_all(args: argparse.Namespace, payload: dict, workdir: Path) -> tuple[list[Run], list[str] | None]:
-    inputs = prepare_inputs(args, payload, workdir)
-    onmt_model = None
+@dataclass
+class Models:
+    """What each tool runs, converted before any timing; None for a tool left out."""
+
+    onmt: Path | None = None  # OpenNMT-py checkpoint, for onmt_translate
+    onmt_ct2: Path | None = None  # its CTranslate2 conversion
+    exports: dict[str, Path] | None = None  # nmtkit export per tool name (float32, int8)
+
+
+def convert_models(args: argparse.Namespace, payload: dict, workdir: Path) -> Models:
+    models = Models()
+    onmt_venv = (args.onmt_venv / "bin" / "onmt_translate").exists()
     if args.skip_onmt:
         print("OpenNMT-py skipped (--skip-onmt).")
-    elif not (args.onmt_venv / "bin" / "onmt_translate").exists():
+    elif not onmt_venv:
         print(f"OpenNMT-py venv {args.onmt_venv} not found; build it with: bash benchmarks/setup_onmt.sh")
-    else:
-        onmt_model = workdir / "onmt.pt"
-        torch.save(convert(payload), onmt_model)
-    runs = []
+    if not args.skip_onmt or not args.skip_ctranslate2:
+        torch.save(convert(payload), workdir / "onmt.pt")
+        models.onmt = workdir / "onmt.pt" if onmt_venv and not args.skip_onmt else None
+    if args.skip_ctranslate2:
+        print("CTranslate2 skipped (--skip-ctranslate2).")
+        return models
+    models.onmt_ct2 = onmt_ct2_convert(workdir / "onmt.pt", workdir / "onmt-ct2")
+    models.exports = {tool: Path(export_model(args.model, workdir / file_name(tool, ""), "ctranslate2",
+                                              quantization)["out"])
+                      for tool, quantization in ((NMTKIT_CT2, "float32"), (NMTKIT_CT2_INT8, "int8"))}
+    return models
+
+
+def time_search(args: argparse.Namespace, models: Models, inputs: Inputs, search: str, workdir: Path) -> list[Run]:
+    """Every tool's run of one search (the reduced-precision search: nmtkit --bf16 and OpenNMT-py int8 only)."""
+    runs = [time_onmt(args, models.onmt, inputs, search, workdir)] if models.onmt is not None else []
+    runs.append(time_nmtkit(args, inputs, search, workdir))
+    if search.endswith(REDUCED) or models.exports is None:
+        return runs
+    runs += [time_nmtkit(args, inputs, search, workdir, tool, model) for tool, model in models.exports.items()]
+    return runs + [time_onmt_ct2(args, models.onmt_ct2, inputs, search, workdir)]
+
+
+def time_all(args: argparse.Namespace, payload: dict, workdir: Path) -> tuple[list[Run], list[str] | None]:
+    inputs = prepare_inputs(args, payload, workdir)
+    models = convert_models(args, payload, workdir)
     searches = [f"beam {args.beam}", "greedy"] + ([f"beam {args.beam}, {REDUCED}"] if args.reduced_precision else [])
-    for search in searches:
-        if onmt_model is not None:
-            runs.append(time_onmt(args, onmt_model, inputs, search, workdir))
-        runs.append(time_nmtkit(args, inputs, search, workdir))
-    return runs, inputs.refs
+    return [run for search in searches for run in time_search(args, models, inputs, search, workdir)], inputs.refs
 
 
 def main() -> None:

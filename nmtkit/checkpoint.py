@@ -6,19 +6,19 @@ import json
 import math
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from nmtkit import __version__
 from nmtkit.config import Config
 from nmtkit.data.subword import Subword
 from nmtkit.errors import NmtkitError
 from nmtkit.models.base import EncoderDecoder
 from nmtkit.registry import build_model
 from nmtkit.run_config import build_config
+from nmtkit.version import __version__
 
 FORMAT = 1
 
@@ -44,15 +44,17 @@ def save_atomic(payload: dict, path: Path) -> None:
 
 
 def make_payload(config: Config, model: EncoderDecoder, subwords: tuple[Subword, Subword],
-                 train_state: dict | None = None, langs: tuple[str | None, str | None] = (None, None)) -> dict:
+                 train_state: dict | None = None, langs: tuple[str | None, str | None] = (None, None),
+                 tags: dict[str, int] | None = None) -> dict:
     """A checkpoint: config, subword models, the data's languages (from `prepare --src-lang/--tgt-lang`), weights
-    and, for last.pt, the training state. The subword models record their own normalization (`Subword.settings`)."""
+    and, for last.pt, the training state. The subword models record their own normalization (`Subword.settings`);
+    a multilingual model's `tags` map each target language to the id of its tag."""
     from nmtkit.config import to_dict
 
     return {"format": FORMAT, "nmtkit_version": __version__, "config": to_dict(config),
             "subword": {"src": subwords[0].proto, "tgt": subwords[1].proto,
                         "joint": subwords[0] is subwords[1]},
-            "langs": {"src": langs[0], "tgt": langs[1]},
+            "langs": {"src": langs[0], "tgt": langs[1], "tags": dict(tags or {})},
             "model": model.state_dict(), "train_state": train_state}
 
 
@@ -82,6 +84,7 @@ class LoadedModel:
     src_subword: Subword
     tgt_subword: Subword
     langs: tuple[str | None, str | None] = (None, None)  # unknown for checkpoints written before nmtkit kept them
+    tags: dict[str, int] = field(default_factory=dict)  # a multilingual model's target languages and their tag ids
 
 
 def restore_model(payload: dict[str, Any], device: torch.device) -> LoadedModel:
@@ -95,7 +98,8 @@ def restore_model(payload: dict[str, Any], device: torch.device) -> LoadedModel:
     except RuntimeError as error:
         raise NmtkitError(f"checkpoint weights do not match its config: {str(error).splitlines()[0]}") from error
     langs = payload.get("langs") or {}
-    return LoadedModel(config, model.to(device).eval(), src_subword, tgt_subword, (langs.get("src"), langs.get("tgt")))
+    return LoadedModel(config, model.to(device).eval(), src_subword, tgt_subword, (langs.get("src"), langs.get("tgt")),
+                       langs.get("tags") or {})
 
 
 def step_checkpoints(run_dir: Path) -> list[Path]:

@@ -18,9 +18,9 @@ from typing import Annotated
 
 import typer
 
-from nmtkit import __version__
 from nmtkit.config import DataConfig, DecodeConfig, TrainConfig, help_for
 from nmtkit.errors import NmtkitError
+from nmtkit.version import __version__
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="nmtkit: neural machine translation from the command line.")
@@ -97,11 +97,18 @@ def prepare(
     src_lang: Annotated[str | None, typer.Option(help="source language code (default: file suffix)")] = None,
     tgt_lang: Annotated[str | None, typer.Option(help="target language code (default: file suffix)")] = None,
     overwrite: Annotated[bool, typer.Option(help="replace the prepared data already in --out")] = False,
+    pairs: Annotated[Path | None, typer.Option(
+        help="YAML list of language pairs for one multilingual model (src_lang, tgt_lang, train, dev, test files); "
+             "instead of --train-src/--train-tgt...", dir_okay=False)] = None,
+    subword_model: Annotated[Path | None, typer.Option(
+        help="encode with this checkpoint's subword model(s) or this SentencePiece model instead of training new "
+             "ones (data for fine-tuning that model)", dir_okay=False)] = None,
     overrides: Overrides = None,
 ) -> None:
     """Validate and clean parallel text, train SentencePiece, and write a binarized data directory."""
     from nmtkit.config import data_config
-    from nmtkit.data.prepare import SplitFiles, prepare_data
+    from nmtkit.data.command import prepare_command
+    from nmtkit.data.prepare import SplitFiles
 
     settings = data_config(config, overrides or [], subword=subword, vocab_size=vocab_size, joint=joint)
     splits = {files.name: files for files in (SplitFiles(train_src, train_tgt, train_tsv, "train"),
@@ -109,7 +116,7 @@ def prepare(
                                               SplitFiles(test_src, test_tgt, test_tsv, "test"))
               if files.given}
     langs = (src_lang or _lang(train_src, "src"), tgt_lang or _lang(train_tgt, "tgt"))
-    manifest = prepare_data(splits, out, settings, langs, overwrite)
+    manifest = prepare_command(splits, out, settings, langs, overwrite, pairs, subword_model)
     print(json.dumps({"out": str(out), "vocab": manifest["vocab"], "filter": manifest["filter"],
                       "splits": manifest["splits"]}))
 
@@ -131,6 +138,7 @@ def train(
     model: Annotated[str | None, typer.Option(help="registered model name, e.g. transformer")] = None,
     overrides: Overrides = None,
     resume: Annotated[bool, typer.Option(help="continue the run in --out from last.pt")] = False,
+    init_from: Annotated[Path | None, typer.Option(help=help_for(TrainConfig, "init_from"), dir_okay=False)] = None,
     max_steps: Annotated[int | None, typer.Option(help=help_for(TrainConfig, "max_steps"))] = None,
     max_time: Annotated[str | None, typer.Option(
         help=help_for(TrainConfig, "max_time") + "; also written 90s, 45m or 1.5h")] = None,
@@ -146,14 +154,15 @@ def train(
     SIGINT (Ctrl-C) or SIGTERM stops after the current update and saves last.pt (exit status 130 or 143);
     `--resume` continues exactly from there. Under torchrun (`torchrun --nproc-per-node=N -m nmtkit train ...`)
     each process trains on its share of every update's batches."""
-    from nmtkit.run_config import train_config
+    from nmtkit.train_config import train_config
     from nmtkit.training import train as run_training
 
     if gpus > 1 and "LOCAL_RANK" not in os.environ:
         raise typer.Exit(_launch_on_gpus(gpus))
     settings = train_config(config, out if resume else None, model, overrides or [], max_steps=max_steps,
                             max_time=parse_duration(max_time) if max_time else None, device=device,
-                            threads=threads, seed=seed, update_freq=update_freq)
+                            threads=threads, seed=seed, update_freq=update_freq,
+                            init_from=str(init_from) if init_from else None)
     summary = run_training(settings, data, out, resume, quiet)
     if summary is not None:  # rank 0 of a torchrun job, or a single process
         print(json.dumps(summary))
@@ -192,9 +201,13 @@ def _open_lines(path: Path | None):
 @app.command()
 @handle_errors
 def translate(
-    model: Annotated[list[Path], typer.Option("--model", "-m", help="checkpoint (repeat for an ensemble)",
-                                              dir_okay=False)],
+    model: Annotated[list[Path], typer.Option("--model", "-m", help="checkpoint (repeat for an ensemble), or a "
+                                              "directory written by nmtkit export")],
     input: Annotated[Path | None, typer.Option("--input", "-i", help="input file (default: stdin)")] = None,
+    input_format: Annotated[str, typer.Option(
+        help="text: one sentence a line; tsv: source<TAB>phrase<TAB>... (phrases the translation must contain); "
+             'jsonl: {"text": ..., "constraints": [...], "negative": [...], "prefix": ...} a line')] = "text",
+    tgt_lang: Annotated[str | None, typer.Option(help=help_for(DecodeConfig, "tgt_lang"))] = None,
     beam: Annotated[int | None, typer.Option(help=help_for(DecodeConfig, "beam"))] = None,
     greedy: Annotated[bool, typer.Option(help="greedy search (same as --beam 1)")] = False,
     batch_tokens: Annotated[int | None, typer.Option(help=help_for(DecodeConfig, "batch_tokens"))] = None,
@@ -225,21 +238,70 @@ def translate(
 ) -> None:
     """Translate lines from stdin (or --input) to stdout, one output line per input line (K with --nbest K).
 
-    Decoding settings not given here are the checkpoint's (its config's decode section)."""
-    from nmtkit.translate import Translator, load_translation, translate_stream
+    Decoding settings not given here are the model's own (its config's decode section)."""
+    from nmtkit.config import apply_overrides, merge_flags
+    from nmtkit.inputs import check_format
+    from nmtkit.translate import Translator, translate_stream
 
+    check_format(input_format)
     flags = {"beam": 1 if greedy else beam, "batch_tokens": batch_tokens, "buffer_size": buffer_size,
              "length_penalty": length_penalty, "alpha": alpha, "beta": beta, "word_penalty": word_penalty,
              "coverage_penalty": coverage_penalty, "min_len": min_len, "stop_finished": stop_finished,
              "max_len_a": max_len_a, "max_len_b": max_len_b, "nbest": nbest,
              "dtype": "float16" if fp16 else "bfloat16" if bf16 else None, "sample": sample or None,
-             "temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed}
-    loaded, decode, torch_device = load_translation(model, average, device, threads, flags, overrides or [])
-    if alignment and decode.nbest > 1:
+             "temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed, "tgt_lang": tgt_lang}
+    decode = apply_overrides({"decode": merge_flags({}, **flags)}, overrides or [])["decode"]
+    translator = Translator.load(model, device, threads, average, **decode)
+    if alignment and translator.decode.nbest > 1:
         raise NmtkitError("--alignment prints the links of the best translation; it does not combine with --nbest")
-    for text in translate_stream(Translator(loaded, decode, torch_device), _open_lines(input), scores, alignment):
+    for text in translate_stream(translator, _open_lines(input), scores, alignment, input_format,
+                                 "<stdin>" if input is None else str(input)):
         sys.stdout.write(text)
         sys.stdout.flush()
+
+
+@app.command()
+@handle_errors
+def export(
+    model: Annotated[Path, typer.Option("--model", "-m", help="Transformer checkpoint", dir_okay=False)],
+    out: Annotated[Path, typer.Option(help="model directory to write (absent or empty)")],
+    to: Annotated[str, typer.Option(help="runtime to export for: ctranslate2")] = "ctranslate2",
+    quantization: Annotated[str, typer.Option(help="weights: float32, int8, int8_float32, int8_float16, "
+                                                   "int8_bfloat16, float16, bfloat16 or int16")] = "float32",
+) -> None:
+    """Export a Transformer checkpoint to a directory that `translate -m DIR` and `serve -m DIR` run with
+    CTranslate2 (subword models included); prints a JSON summary."""
+    from nmtkit.export import export_model
+
+    print(json.dumps(export_model(model, out, to, quantization)))
+
+
+@app.command()
+@handle_errors
+def serve(
+    model: Annotated[Path, typer.Option("--model", "-m", help="checkpoint, or a directory written by nmtkit export")],
+    host: Annotated[str, typer.Option(help="address to listen on (0.0.0.0: every interface)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port to listen on (0: any free port, logged on start)")] = 8080,
+    beam: Annotated[int | None, typer.Option(help="default beam size (default: the model's)")] = None,
+    max_sentences: Annotated[int, typer.Option(help="most sentences in one request")] = 256,
+    max_tokens: Annotated[int, typer.Option(help="most subwords in one sentence (0: what the model allows)")] = 0,
+    max_beam: Annotated[int, typer.Option(help="largest beam a request may ask for")] = 16,
+    batch_tokens: Annotated[int, typer.Option(help="subwords of concurrent requests translated together")] = 6000,
+    batch_wait_ms: Annotated[float, typer.Option(help="wait for more requests after one arrives")] = 5.0,
+    device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N")] = "auto",
+    threads: Annotated[int, typer.Option(help="CPU threads (0 = all cores)")] = 0,
+    overrides: Overrides = None,
+) -> None:
+    """Serve translations over HTTP: POST /translate {"sentences": [...]} -> {"translations": [...]}, GET /health.
+
+    Concurrent requests are translated together; SIGTERM or Ctrl-C answers the requests received and exits 0."""
+    from nmtkit.config import apply_overrides
+    from nmtkit.serve import ServeConfig, serve_model
+
+    config = ServeConfig(host=host, port=port, max_sentences=max_sentences, max_tokens=max_tokens, max_beam=max_beam,
+                         batch_tokens=batch_tokens, batch_wait_ms=batch_wait_ms)
+    decode = apply_overrides({"decode": {} if beam is None else {"beam": beam}}, overrides or [])["decode"]
+    serve_model(model, config, device, threads, **decode)
 
 
 @app.command()
@@ -318,24 +380,13 @@ def align(
     threads: Annotated[int, typer.Option(help="CPU threads (0 = all cores)")] = 0,
 ) -> None:
     """Word alignments from cross-attention: Pharaoh `i-j` lines (source word first, 0-based), AER, heat-maps."""
-    from nmtkit.align import SYMMETRIZATIONS, AlignOptions, align_files, check_outputs, evaluate_result, write_outputs
-    from nmtkit.ensemble import load_models
-    from nmtkit.runtime import pick_device, set_threads
+    from rich.console import Console
 
-    if symmetrize is not None and symmetrize not in SYMMETRIZATIONS:
-        raise NmtkitError(f"unknown --symmetrize {symmetrize!r}; use one of {', '.join(SYMMETRIZATIONS)}")
-    if format not in ("pharaoh", "soft-json"):
-        raise NmtkitError(f"unknown --format {format!r}; use pharaoh or soft-json")
-    check_outputs(output, plot)
-    set_threads(threads)
-    torch_device = pick_device(device)
-    forward = load_models([model], torch_device)
-    backward = load_models([reverse_model], torch_device) if reverse_model else None
-    result = align_files(forward, backward, src, tgt, AlignOptions(layer, head, threshold, symmetrize), torch_device)
-    write_outputs(result, output if output or gold or terminal else sys.stdout, format, plot, plot_count)
-    if terminal:
-        from nmtkit.align import print_terminal
+    from nmtkit.align.command import AlignOptions, run
 
-        print_terminal(result)
-    if gold:
-        print(json.dumps(evaluate_result(result, gold)))
+    printed = run(AlignOptions(model=model, src=src, tgt=tgt, reverse_model=reverse_model, symmetrize=symmetrize,
+                               layer=layer, head=head, threshold=threshold, format=format, gold=gold, output=output,
+                               plot=plot, plot_count=plot_count, terminal=terminal, device=device, threads=threads))
+    if printed.heatmaps is not None:
+        Console().print(printed.heatmaps)
+    sys.stdout.write(printed.text)

@@ -60,10 +60,13 @@ class TrainConfig:
     max_steps: int = option(0, "stop after this many updates (0 = no limit)")
     max_time: float = option(0.0, "stop after this many seconds of training (0 = no limit)")
     max_epochs: int = option(0, "stop after this many epochs (0 = no limit)")
-    batch_tokens: int = option(4096, "token budget per batch (source or target, padding included)")
+    batch_tokens: int = option(0, "token budget per batch (source or target, padding included); 0 = by device: "
+                                  "1024 on a CPU, 4096 on a GPU")
     update_freq: int = option(1, "accumulate gradients over this many batches per update (per process)")
-    lr: float = option(7e-4, "peak learning rate, reached at the end of warmup")
-    warmup: int = option(4000, "linear warmup steps, then inverse square-root decay")
+    lr: float = option(-1.0, "peak learning rate, reached at the end of warmup; -1 = by device: 1e-3 on a CPU, "
+                             "7e-4 on a GPU")
+    warmup: int = option(-1, "linear warmup steps, then inverse square-root decay; -1 = by device: 500 on a CPU, "
+                             "4000 on a GPU, and at most a tenth of max_steps")
     adam_beta1: float = option(0.9, "Adam beta1")
     adam_beta2: float = option(0.98, "Adam beta2")
     adam_eps: float = option(1e-9, "Adam epsilon")
@@ -84,18 +87,24 @@ class TrainConfig:
     threads: int = option(0, "CPU threads for torch (0 = all cores)")
     device: str = option("auto", "auto, cpu, cuda or cuda:N")
     amp: Literal["none", "bf16", "fp16", "auto"] = option(
-        "none", "bf16 autocast; fp16 autocast with a dynamic gradient scaler; auto = whichever of float32 and bf16 "
+        "auto", "bf16 autocast; fp16 autocast with a dynamic gradient scaler; auto = whichever of float32 and bf16 "
         "autocast runs a training step of this model faster here, measured before training (bf16 only when at "
         "least 5% faster; a device without bf16 kernels is float32 without measuring)")
     compile: bool = option(False, "torch.compile the training forward pass (slow to start; pays on long GPU runs)")
     activation_checkpointing: bool = option(
         False, "recompute each layer's activations in the backward pass instead of keeping them (less memory, "
         "about a third more compute; Transformer and ConvS2S)")
+    pair_temperature: float = option(1.0, "multilingual data: sample language pair i in proportion to its size^(1/T) "
+                                          "(1 = as the data comes; 5 gives small pairs much more)")
     max_length: int = option(1024, "leave out training and dev pairs with a side of more positions than this "
                              "(subwords plus EOS) or than the model's position embeddings cover")
     max_nonfinite: int = option(10, "abort after this many updates in a row with a non-finite loss or gradient "
                                     "(each one is skipped)")
     log_every: int = option(100, "log training statistics every N updates")
+    init_from: str = option("", "fine-tune: start from this checkpoint's weights (same vocabularies and architecture; "
+                                "a fresh optimizer and schedule unless init_optimizer)")
+    init_optimizer: bool = option(False, "with init_from: also continue its optimizer state and learning-rate schedule "
+                                         "(needs a checkpoint with training state, e.g. last.pt)")
 
 
 @dataclass
@@ -121,6 +130,7 @@ class DecodeConfig:
     top_k: int = option(0, "sample among the k most probable tokens (0 = all)")
     top_p: float = option(1.0, "sample within the smallest set of tokens whose probability reaches p")
     seed: int = option(1, "random seed for sampling")
+    tgt_lang: str = option("", "target language of a multilingual model (its tag starts every source)")
     dtype: Literal["float32", "float16", "bfloat16"] = option("float32", "weights and activations when translating")
     batch_tokens: int = option(6000, "source-token budget per translation batch")
     buffer_size: int = option(2000, "lines read before sorting by length and translating")
@@ -240,12 +250,6 @@ def data_config(path: Path | None, overrides: list[str], **flags: Any) -> DataCo
     data = merge_flags(load_yaml(path) if path else {}, **flags)
     overrides = [override.removeprefix("data.") for override in overrides]
     return from_dict(DataConfig, apply_overrides(data, overrides), "data.")
-
-
-def decode_config(saved: DecodeConfig, overrides: list[str], **flags: Any) -> DecodeConfig:
-    """`translate`'s settings: a checkpoint's decode section, the flags given, then `decode.key=value` overrides."""
-    decode = merge_flags(to_dict(saved), **flags)
-    return from_dict(DecodeConfig, apply_overrides({"decode": decode}, overrides)["decode"], "decode.")
 
 
 def load_yaml(path: str | Path) -> dict:

@@ -7,6 +7,8 @@ experts, as OpenNMT-py's ensemble decoder averages log-probabilities).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import torch
@@ -32,7 +34,8 @@ def _mean_or_none(tensors: list[Tensor | None]) -> Tensor | None:
 
 
 class Ensemble(EncoderDecoder):
-    """Models that share source and target vocabularies, decoded together."""
+    """Models that share source and target vocabularies, decoded together. Attention is the mean of the members'
+    that have one (each member's as it chose, see `select_attention`)."""
 
     def __init__(self, members: list[EncoderDecoder]):
         super().__init__()
@@ -59,10 +62,22 @@ class Ensemble(EncoderDecoder):
         log_probs = torch.log_softmax(torch.stack([output[0] for output in outputs]).mean(dim=0), dim=-1)  # (B, V)
         return log_probs, _join([output[1] for output in outputs]), _mean_or_none([output[2] for output in outputs])
 
-    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor | None]:
-        outputs = [member(src, src_mask, tgt_in) for member in self.members]
+    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor,
+                need_attention: bool = False) -> tuple[Tensor, Tensor | None]:
+        outputs = [member(src, src_mask, tgt_in, need_attention) for member in self.members]
         member_log_probs = torch.stack([torch.log_softmax(output[0].float(), dim=-1) for output in outputs])
         return torch.log_softmax(member_log_probs.mean(dim=0), dim=-1), _mean_or_none([o[1] for o in outputs])
+
+    def select_attention(self, layer: int | None, head: int | None) -> None:
+        for member in self.members:
+            member.select_attention(layer, head)
+
+    @contextmanager
+    def chosen_attention(self, layer: int | None, head: int | None) -> Iterator[None]:
+        with ExitStack() as members:
+            for member in self.members:
+                members.enter_context(member.chosen_attention(layer, head))
+            yield
 
 
 def last_checkpoints(run_dir: Path, count: int) -> list[Path]:
@@ -90,4 +105,4 @@ def load_models(paths: list[Path], device: torch.device, average: int = 0) -> Lo
         return loaded[0]
     first = loaded[0]
     return LoadedModel(first.config, Ensemble([item.model for item in loaded]).eval(),
-                       first.src_subword, first.tgt_subword, first.langs)
+                       first.src_subword, first.tgt_subword, first.langs, first.tags)

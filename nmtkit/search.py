@@ -2,16 +2,19 @@
 
 Beam search keeps all sentences and beams of a batch in one tensor of B*K rows. Finished sentences leave the
 batch, and Memory/State are reordered generically with `index_select` on their batch dimension (Memory tensors
-that a model keeps at one row per sentence, see `EncoderDecoder.beam_memory`, by sentence).
+that a model keeps at one row per sentence, see `EncoderDecoder.beam_memory`, by sentence). Lines may carry lexical
+and prefix constraints: the same search then ranks its candidates by dynamic beam allocation (`nmtkit.constraints`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 import torch
 from torch import Tensor
 
+from nmtkit.constraints import Choice, Constraints, ConstraintState, ConstraintTracker, WordEnds
 from nmtkit.data.subword import BOS, EOS
 from nmtkit.models.base import EncoderDecoder
 
@@ -22,6 +25,7 @@ class Hypothesis:
     score: float  # length-normalised log-probability used for ranking
     log_prob: float = 0.0  # total log-probability including EOS
     attention: list[list[float]] = field(default_factory=list)
+    constraints_met: bool = True  # False: its line's constraints could not all be met, and it ignores them
 
 
 def select_rows(tensors: dict[str, Tensor], index: Tensor) -> dict[str, Tensor]:
@@ -165,15 +169,29 @@ class _Beams:
     scores: Tensor  # (n, K) cumulative log-probabilities
     tokens: Tensor  # (n*K, t) tokens so far, BOS first
     coverage: Tensor | None = None  # (n*K, S) attention summed over the steps so far (coverage penalty only)
+    constraints: ConstraintState | None = None  # (n*K) rows' constraint state (constrained search only)
 
 
-def _finalize(beams: _Beams, top_scores: Tensor, top_ids: Tensor, vocab: int, step: int,
-              finished: list[list[Hypothesis]], length_penalty: LengthPenalty, src_mask: Tensor) -> None:
-    """Move the EOS candidates ranked within the top K into the finished lists."""
+def top_choice(candidates: Tensor) -> Choice:
+    """Rank the 2K best of a sentence's candidates (n, K, V): EOS candidates among the top K finish, the K best
+    others go on (ties in the order of the 2K, as constrained search ranks an unconstrained sentence)."""
+    beam_size, vocab = candidates.shape[1:]
+    top_scores, top_ids = candidates.view(candidates.size(0), -1).topk(2 * beam_size, dim=1)
+    is_eos = top_ids % vocab == EOS
+    finish_scores = top_scores[:, :beam_size].masked_fill(~is_eos[:, :beam_size], float("-inf"))
+    going = top_scores.masked_fill(is_eos, float("-inf"))
+    order = going.argsort(dim=1, descending=True, stable=True)[:, :beam_size]
+    return Choice(finish_scores, top_ids[:, :beam_size], going.gather(1, order), top_ids.gather(1, order))
+
+
+def _finalize(beams: _Beams, choice: Choice, vocab: int, step: int, finished: list[list[Hypothesis]],
+              length_penalty: LengthPenalty, src_mask: Tensor) -> None:
+    """Move the finishing EOS candidates into the finished lists."""
     beam_size = beams.scores.size(1)
-    is_eos = (top_ids % vocab == EOS)[:, :beam_size] & torch.isfinite(top_scores[:, :beam_size])
+    is_eos = torch.isfinite(choice.finish_scores)
     if not bool(is_eos.any()):
         return
+    met = None if choice.finish_met is None else choice.finish_met.tolist()
     covered = None
     if beams.coverage is not None:  # src_mask has a row per sentence or one per beam (see keep_sentences)
         src_mask = src_mask.repeat_interleave(beams.coverage.size(0) // src_mask.size(0), dim=0)
@@ -182,10 +200,11 @@ def _finalize(beams: _Beams, top_scores: Tensor, top_ids: Tensor, vocab: int, st
         sentence = int(beams.sentences[row])
         if len(finished[sentence]) >= beam_size:
             continue
-        source_row = row * beam_size + int(top_ids[row, col]) // vocab
-        log_prob = float(top_scores[row, col])
+        source_row = row * beam_size + int(choice.finish_ids[row, col]) // vocab
+        log_prob = float(choice.finish_scores[row, col])
         score = length_penalty(log_prob, step + 1) + (0.0 if covered is None else float(covered[source_row]))
-        finished[sentence].append(Hypothesis(beams.tokens[source_row, 1:].tolist(), score, log_prob))
+        finished[sentence].append(Hypothesis(beams.tokens[source_row, 1:].tolist(), score, log_prob,
+                                             constraints_met=met is None or met[row][col]))
 
 
 def _live_ranking(beams: _Beams, next_scores: Tensor, source_rows: Tensor, step: int,
@@ -222,10 +241,25 @@ def _add_coverage(coverage: Tensor | None, attention: Tensor | None) -> Tensor:
     return attention.float() if coverage is None else coverage + attention.float()
 
 
+def _candidates(beams: _Beams, log_probs: Tensor, step: int, max_len: Tensor, min_len: int) -> tuple[Tensor, Tensor]:
+    """Each live beam's score plus each next token's log-prob (n, K, V), without EOS before `min_len` tokens and with
+    only EOS at a sentence's length limit; and which sentences are at it (n,)."""
+    beam_size = beams.scores.size(1)
+    candidates = beams.scores.unsqueeze(2) + log_probs.view(-1, beam_size, log_probs.size(-1))  # (n, K, V)
+    at_limit = step + 1 >= max_len[beams.sentences]
+    if step < min_len:  # EOS now would give fewer than min_len tokens
+        candidates[~at_limit, :, EOS] = float("-inf")
+    if bool(at_limit.any()):
+        candidates[at_limit, :, :EOS] = float("-inf")
+        candidates[at_limit, :, EOS + 1 :] = float("-inf")
+    return candidates, at_limit
+
+
 @torch.inference_mode()
 def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: Tensor, beam_size: int,
-                length_penalty: LengthPenalty = LengthPenalty(), min_len: int = 0,
-                stop_finished: int = 0) -> list[list[Hypothesis]]:
+                length_penalty: LengthPenalty = LengthPenalty(), min_len: int = 0, stop_finished: int = 0,
+                constraints: Sequence[Constraints | None] | None = None,
+                word_ends: WordEnds | None = None) -> list[list[Hypothesis]]:
     """Batched beam search; returns up to `beam_size` hypotheses per sentence, best first.
 
     At each step the 2K best continuations of each sentence are ranked; EOS candidates within the top K
@@ -234,7 +268,31 @@ def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: T
     every live beam (see `_done`: fewer steps, but a longer hypothesis that would have scored better later is not
     waited for); before `min_len` tokens EOS is not allowed, and at its length limit only EOS is, so every
     sentence finishes.
+
+    `constraints` (one per sentence, None for none) turns on constrained search for those sentences (see
+    `nmtkit.constraints`): every hypothesis returned for them meets them (positive phrases as whole words, given the
+    target vocabulary's `word_ends`). Where none could within the length limit, the sentence is searched again
+    without them, and its hypotheses say so (`constraints_met` False).
     """
+    if constraints is None or all(line is None or line.empty for line in constraints):
+        return _search(model, src, src_mask, max_len, beam_size, length_penalty, min_len, stop_finished)
+    tracker = ConstraintTracker(constraints, src.device, word_ends)
+    found = _search(model, src, src_mask, max_len, beam_size, length_penalty, min_len, stop_finished, tracker)
+    found = [[hyp for hyp in hyps if hyp.constraints_met] for hyps in found]
+    unmet = [index for index, hyps in enumerate(found) if not hyps]
+    if unmet:
+        rows = torch.tensor(unmet, device=src.device)
+        again = _search(model, src[rows], src_mask[rows], max_len[rows], beam_size, length_penalty, min_len,
+                        stop_finished)
+        for index, hyps in zip(unmet, again):
+            found[index] = [replace(hyp, constraints_met=False) for hyp in hyps]
+    return found
+
+
+def _search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: Tensor, beam_size: int,
+            length_penalty: LengthPenalty, min_len: int, stop_finished: int,
+            tracker: ConstraintTracker | None = None) -> list[list[Hypothesis]]:
+    """The search loop of `beam_search`; with a `tracker`, its candidates are restricted and ranked by it."""
     enough = min(stop_finished, beam_size) if stop_finished > 0 else beam_size
     batch, device = src.size(0), src.device
     memory = model.encode(src, src_mask)
@@ -243,40 +301,45 @@ def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: T
     scores = torch.full((batch, beam_size), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: keep one
     beams = _Beams(torch.arange(batch, device=device), scores,
-                   torch.full((batch * beam_size, 1), BOS, dtype=torch.long, device=device))
+                   torch.full((batch * beam_size, 1), BOS, dtype=torch.long, device=device),
+                   constraints=None if tracker is None else tracker.initial_state(batch * beam_size))
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
     for step in range(int(max_len.max())):
         log_probs, state, attention = model.step(beams.tokens[:, -1], state, memory)  # (n*K, V)
         if length_penalty.coverage > 0:
             beams.coverage = _add_coverage(beams.coverage, attention)
         vocab = log_probs.size(-1)
-        candidates = beams.scores.unsqueeze(2) + log_probs.view(-1, beam_size, vocab)  # (n, K, V)
-        at_limit = step + 1 >= max_len[beams.sentences]
-        if step < min_len:  # EOS now would give fewer than min_len tokens
-            candidates[~at_limit, :, EOS] = float("-inf")
-        if bool(at_limit.any()):
-            candidates[at_limit, :, :EOS] = float("-inf")
-            candidates[at_limit, :, EOS + 1 :] = float("-inf")
-        top_scores, top_ids = candidates.view(-1, beam_size * vocab).topk(2 * beam_size, dim=1)
-        _finalize(beams, top_scores, top_ids, vocab, step, finished, length_penalty, memory["src_mask"])
-        top_scores = top_scores.masked_fill(top_ids % vocab == EOS, float("-inf"))
-        next_scores, order = top_scores.topk(beam_size, dim=1)  # (n, K)
-        next_ids = top_ids.gather(1, order)
-        all_rows = (torch.arange(next_ids.size(0), device=device).unsqueeze(1) * beam_size
-                    + next_ids // vocab)  # (n, K) the row each continuation extends
-        ranking = _live_ranking(beams, next_scores, all_rows.view(-1), step, length_penalty, memory["src_mask"]) \
-            if enough < beam_size else None
-        done = _done(beams.sentences.tolist(), next_scores[:, 0].tolist(),
+        candidates, at_limit = _candidates(beams, log_probs, step, max_len, min_len)
+        if tracker is None:
+            choice = top_choice(candidates)
+        else:
+            tracker.restrict(candidates, beams.sentences, beams.constraints, at_limit)
+            choice = tracker.choose(candidates, beams.sentences, beams.constraints)
+        _finalize(beams, choice, vocab, step, finished, length_penalty, memory["src_mask"])
+        all_rows = (torch.arange(choice.next_ids.size(0), device=device).unsqueeze(1) * beam_size
+                    + choice.next_ids // vocab)  # (n, K) the row each continuation extends
+        ranking = _live_ranking(beams, choice.next_scores, all_rows.view(-1), step, length_penalty,
+                                memory["src_mask"]) if enough < beam_size else None
+        done = _done(beams.sentences.tolist(), choice.next_scores.max(dim=1).values.tolist(),
                      None if ranking is None else ranking.tolist(), finished, enough, beam_size, length_penalty)
         done = torch.tensor(done, device=device)
         if bool(done.all()):
             break
         keep = (~done).nonzero().squeeze(1)
         source_rows = all_rows[keep].view(-1)  # (n'*K,)
-        beams = _Beams(beams.sentences[keep], next_scores[keep],
-                       torch.cat([beams.tokens[source_rows], (next_ids[keep] % vocab).view(-1, 1)], dim=1),
-                       None if beams.coverage is None else beams.coverage[source_rows])
+        beams = _next_beams(beams, choice, keep, source_rows, vocab)
         state = select_rows(state, source_rows)
         if keep.numel() < done.numel():
             memory = keep_sentences(memory, done.numel(), keep, beam_size)
     return [sorted(hyps, key=lambda hyp: hyp.score, reverse=True) for hyps in finished]
+
+
+def _next_beams(beams: _Beams, choice: Choice, keep: Tensor, source_rows: Tensor, vocab: int) -> _Beams:
+    """The beams of the `keep` sentences after this step's continuations; source_rows (n'*K,) are the rows they
+    extend."""
+    beam_size = beams.scores.size(1)
+    kept_rows = (keep.unsqueeze(1) * beam_size + torch.arange(beam_size, device=keep.device)).view(-1)
+    return _Beams(beams.sentences[keep], choice.next_scores[keep],
+                  torch.cat([beams.tokens[source_rows], (choice.next_ids[keep] % vocab).view(-1, 1)], dim=1),
+                  None if beams.coverage is None else beams.coverage[source_rows],
+                  None if choice.next_state is None else choice.next_state.take(kept_rows))

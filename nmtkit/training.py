@@ -7,7 +7,6 @@ a clean stop on SIGINT/SIGTERM, skipped non-finite updates and out-of-memory bat
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import math
 import sys
@@ -16,7 +15,6 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-import sacrebleu
 import torch
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
@@ -32,20 +30,22 @@ from nmtkit.checkpoint import (
     step_checkpoints,
     truncate_metrics,
 )
-from nmtkit.config import Config, DecodeConfig, save_yaml
-from nmtkit.data.corpus import read_lines
+from nmtkit.config import Config, save_yaml
 from nmtkit.data.dataset import Batch, ParallelData
+from nmtkit.data.multilingual import language_pairs
 from nmtkit.data.prepare import load_subwords, read_manifest
 from nmtkit.distributed import World, init_world, leave_world
 from nmtkit.errors import NmtkitError
+from nmtkit.finetune import init_payload
 from nmtkit.metrics.tokenize import default_tokenizer
 from nmtkit.modules.checkpointing import checkpoint_activations
 from nmtkit.objectives import TrainingForward, label_smoothed_nll
 from nmtkit.precision import auto_candidates, describe, dtype_name, fastest, time_precisions
 from nmtkit.registry import build_model
+from nmtkit.run_log import RunLog
 from nmtkit.runtime import StopSignals, autocast_dtype, set_threads
-from nmtkit.schedule import inverse_sqrt
-from nmtkit.translate import Translator
+from nmtkit.schedule import inverse_sqrt, resolve_schedule
+from nmtkit.validation import dev_loss, dev_scores
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ class Progress:
 
 
 def new_window() -> dict:
-    return {"loss": 0.0, "nll": 0.0, "tokens": 0, "updates": 0, "seconds": 0.0}
+    return {"loss": 0.0, "nll": 0.0, "grad_norm": 0.0, "tokens": 0, "updates": 0, "seconds": 0.0}
 
 
 class Trainer:
@@ -90,16 +90,17 @@ class Trainer:
     def __init__(self, config: Config, data_dir: Path, out_dir: Path, quiet: bool = False,
                  world: World | None = None):
         self.config, self.data_dir, self.out_dir, self.quiet = config, data_dir, out_dir, quiet
-        train = config.train
-        check_train_config(train)
-        self.world = world or init_world(train.device)
+        self.world = world or init_world(config.train.device)
         self.device = self.world.device
+        config.train = train = resolve_schedule(config.train, self.device.type)  # config.yaml keeps what it ran
+        check_train_config(train)
         self.threads = set_threads(train.threads)
         self.precision = None if train.amp == "auto" else autocast_dtype(train.amp)  # auto: measured
         torch.manual_seed(train.seed)
         manifest = read_manifest(data_dir)
         self.langs = (manifest.get("src_lang"), manifest.get("tgt_lang"))
-        self.bleu_tokenizer = default_tokenizer(self.langs[1])
+        self.tags, self.pairs = manifest.get("tags", {}), language_pairs(manifest)  # multilingual data
+        self.bleu_tokenizer = "per target language" if self.pairs else default_tokenizer(self.langs[1])
         self.subwords = load_subwords(data_dir)
         self.model = self._build_model()
         self.train_data = self._load_split("train")
@@ -114,6 +115,7 @@ class Trainer:
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision is torch.float16)
         self.progress = Progress()
         self.last_validated = 0
+        self.run_log: RunLog | None = None
         self._epoch: tuple[int, list] = (-1, [])
         if self.world.rank > 0:  # the same initial weights everywhere, then each process its own dropout masks
             torch.manual_seed(train.seed + self.world.rank)
@@ -159,7 +161,8 @@ class Trainer:
                 "scaler": self.scaler.state_dict(), "progress": vars(self.progress), "rng": rng}
 
     def save(self, name: str, train_state: dict | None = None) -> None:
-        save_atomic(make_payload(self.config, self.model, self.subwords, train_state, self.langs), self.out_dir / name)
+        save_atomic(make_payload(self.config, self.model, self.subwords, train_state, self.langs,
+                                 self.tags), self.out_dir / name)
 
     def save_last(self) -> None:
         """Write last.pt with the random state of every process; every process calls this, rank 0 writes."""
@@ -195,6 +198,20 @@ class Trainer:
             truncate_metrics(self.out_dir / "metrics.jsonl", self.progress.step)
         log.info("resumed from step %d (epoch %d, batch %d)", self.progress.step, self.progress.epoch,
                  self.progress.batch_in_epoch)
+
+    def initialize_from(self, path: str) -> None:
+        """Fine-tuning: the weights of checkpoint `path` (and, with train.init_optimizer, its optimizer state and
+        schedule position); the step count, epochs and budgets start from zero."""
+        payload = init_payload(path, self.subwords, dataclasses.asdict(self.config.model), self.data_dir)
+        self.model.load_state_dict(payload["model"])
+        if self.config.train.init_optimizer:
+            state = payload.get("train_state")
+            if state is None:
+                raise NmtkitError(f"{path} holds no optimizer state (train.init_optimizer needs a last.pt)")
+            self.optimizer.load_state_dict(state["optimizer"])
+            self.scheduler.load_state_dict(state["scheduler"])
+        log.info("starting from the weights of %s%s", path,
+                 " and its optimizer and schedule" if self.config.train.init_optimizer else "")
 
     def _restore_rng(self, state: dict) -> None:
         states = state.get("rng") or [{"torch": state["torch_rng"], "cuda": state.get("cuda_rng")}]
@@ -298,7 +315,7 @@ class Trainer:
             return None
         self.scheduler.step()
         self.progress.nonfinite_in_row = 0
-        return {"loss": loss_sum / tokens, "nll": nll_sum / tokens, "tokens": int(tokens)}
+        return {"loss": loss_sum / tokens, "nll": nll_sum / tokens, "tokens": int(tokens), "grad_norm": norm}
 
     def _clip_gradients(self) -> float:
         """Clip the gradient norm to train.clip_norm (when > 0); returns the norm before clipping."""
@@ -333,27 +350,10 @@ class Trainer:
         return self.update(halves, tokens, weight)
 
     # ---------------------------------------------------------------- validation
-    @torch.inference_mode()
-    def dev_loss(self) -> float:
-        self.model.eval()
-        loss_total = tokens = 0.0
-        for indices in self.dev_data.epoch_batches(self.config.train.batch_tokens, 0, 0):
-            batch = self.dev_data.batch(indices).to(self.device)
-            logits, _ = self.model(batch.src, batch.src_mask, batch.tgt_in)
-            _, nll = label_smoothed_nll(logits, batch.tgt_out, 0.0)
-            loss_total, tokens = loss_total + nll.item(), tokens + batch.num_tgt_tokens
-        return loss_total / max(tokens, 1)
-
-    def dev_bleu(self) -> float:
-        """Greedy BLEU of the dev pairs that dev_loss scores, with sacrebleu's tokenizer for the target language
-        (`default_tokenizer`: 13a would make a Chinese or Thai sentence one or two "words")."""
-        kept = self.dev_data.kept[: self.config.train.valid_max_sentences or None]  # the pairs dev_loss scores
-        sources, references = ([lines[index] for index in kept] for lines in
-                               (read_lines(self.data_dir / f"dev.{side}.txt") for side in ("src", "tgt")))
-        loaded = LoadedModel(self.config, self.model.eval(), *self.subwords)
-        decode = DecodeConfig(beam=1, batch_tokens=self.config.decode.batch_tokens)
-        hypotheses = Translator(loaded, decode, self.device).translate(sources)
-        return sacrebleu.corpus_bleu(hypotheses, [references], tokenize=self.bleu_tokenizer).score
+    def dev_scores(self) -> tuple[float, float]:
+        loaded = LoadedModel(self.config, self.model.eval(), *self.subwords, self.langs, self.tags)
+        return dev_scores(loaded, self.dev_data, self.data_dir, self.device, self.pairs,
+                          self.config.train.valid_max_sentences)
 
     def validate(self) -> bool:
         """Validate (rank 0), save model.pt when best and last.pt; on every process, True when patience ran out."""
@@ -368,10 +368,11 @@ class Trainer:
         started = time.monotonic()
         record = {"step": self.progress.step, "epoch": self.progress.epoch}
         if self.has_dev:
-            record["valid_nll"] = round(self.dev_loss(), 4)
+            record["valid_nll"] = round(dev_loss(self.model, self.dev_data, self.config.train.batch_tokens,
+                                                 self.device), 4)
             record["valid_ppl"] = round(math.exp(min(record["valid_nll"], 50)), 2)
             if self.config.train.valid_bleu:
-                record["valid_bleu"] = round(self.dev_bleu(), 2)
+                record["valid_bleu"], record["valid_chrf"] = (round(score, 2) for score in self.dev_scores())
         improved = self._track_best(record)
         record["best"] = self.progress.best
         record["valid_seconds"] = round(time.monotonic() - started, 1)
@@ -399,8 +400,9 @@ class Trainer:
         return False
 
     def write_metrics(self, record: dict) -> None:
-        with open(self.out_dir / "metrics.jsonl", "a", encoding="utf-8") as stream:
-            stream.write(json.dumps(record) + "\n")
+        if self.run_log is None:  # opened at the first record: after resume, which purges TensorBoard's later steps
+            self.run_log = RunLog(self.out_dir, self.progress.step)
+        self.run_log.write(record)
 
     # ---------------------------------------------------------------- the loop
     def budget_left(self) -> bool:
@@ -412,7 +414,8 @@ class Trainer:
     def epoch_batches(self, epoch: int) -> list:
         if self._epoch[0] != epoch:
             train = self.config.train
-            self._epoch = (epoch, self.train_data.epoch_batches(train.batch_tokens, train.seed, epoch))
+            self._epoch = (epoch, self.train_data.epoch_batches(train.batch_tokens, train.seed, epoch,
+                                                                train.pair_temperature))
         return self._epoch[1]
 
     def next_group(self) -> list | None:
@@ -441,6 +444,7 @@ class Trainer:
         record = {"step": self.progress.step, "epoch": self.progress.epoch,
                   "train_loss": round(window["loss"] / window["updates"], 4),
                   "train_nll": round(window["nll"] / window["updates"], 4),
+                  "grad_norm": round(window["grad_norm"] / window["updates"], 4),
                   "lr": self.scheduler.get_last_lr()[0],
                   "tgt_tokens": window["tokens"], "tgt_tokens_per_s": round(window["tokens"] / train_seconds, 1),
                   "elapsed": round(self.progress.elapsed, 1)}
@@ -457,7 +461,8 @@ class Trainer:
         self.progress.step += 1
         self.progress.tgt_tokens += stats["tokens"]
         self.progress.train_seconds += seconds
-        for key, value in (("loss", stats["loss"]), ("nll", stats["nll"]), ("tokens", stats["tokens"]),
+        for key, value in (("loss", stats["loss"]), ("nll", stats["nll"]), ("grad_norm", stats["grad_norm"]),
+                           ("tokens", stats["tokens"]),
                            ("updates", 1), ("seconds", seconds)):
             window[key] += value
         return stats
@@ -552,6 +557,8 @@ def train(config: Config, data_dir: Path, out_dir: Path, resume: bool = False, q
         trainer = Trainer(config, data_dir, out_dir, quiet, world)
         if resume and (out_dir / "last.pt").exists():
             trainer.resume()
+        elif config.train.init_from:
+            trainer.initialize_from(config.train.init_from)
         trainer.settle_precision()
         if world.is_main:
             save_yaml(config, out_dir / "config.yaml")
@@ -562,6 +569,8 @@ def train(config: Config, data_dir: Path, out_dir: Path, resume: bool = False, q
         finished = True
         return summary if world.is_main else None
     finally:
+        if trainer is not None and trainer.run_log is not None:
+            trainer.run_log.close()
         logger.setLevel(level)
         if handler is not None:
             logger.removeHandler(handler)

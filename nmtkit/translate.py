@@ -1,11 +1,14 @@
 """Streaming batched translation: read lines, translate them in length-sorted batches, write in input order.
 
 Exactly one output line per input line: an empty line gives an empty line, and every chunk of
-`buffer_size` lines is written and flushed as soon as it is translated.
+`buffer_size` lines is written and flushed as soon as it is translated. Lines may carry constraints (a `Request`
+read from tsv or jsonl input, see `nmtkit.inputs`): they are searched with them, batched with the others.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 import logging
 from collections.abc import Iterable, Iterator
 from itertools import islice
@@ -13,11 +16,17 @@ from pathlib import Path
 
 import torch
 
+from nmtkit.align.attention import align_translations
+from nmtkit.align.links import format_pharaoh
 from nmtkit.checkpoint import LoadedModel
-from nmtkit.config import DecodeConfig, decode_config
-from nmtkit.data.dataset import encode_sources
+from nmtkit.config import DecodeConfig, from_dict, to_dict
+from nmtkit.constraints import ConstraintEncoder, Constraints, constrained_limits
+from nmtkit.ct2 import CTranslate2Search, ExportedModel, load_exported
+from nmtkit.data.dataset import encode_sources, token_batches
+from nmtkit.data.subword import UNK
 from nmtkit.ensemble import load_models
 from nmtkit.errors import NmtkitError
+from nmtkit.inputs import Request, parse_requests
 from nmtkit.precision import decoding_timings, describe, dtype_name, fastest
 from nmtkit.runtime import pick_device, set_threads
 from nmtkit.search import (
@@ -33,17 +42,6 @@ from nmtkit.search import (
 log = logging.getLogger(__name__)
 
 
-def length_batches(lengths: list[int], max_tokens: int) -> list[list[int]]:
-    """Indices sorted by length, cut so that batch size * longest <= max_tokens."""
-    order = sorted(range(len(lengths)), key=lambda index: lengths[index])
-    batches: list[list[int]] = [[]]
-    for index in order:
-        if batches[-1] and (len(batches[-1]) + 1) * (lengths[index] + 1) > max_tokens:
-            batches.append([])
-        batches[-1].append(index)
-    return [batch for batch in batches if batch]
-
-
 def advise_on_precision(loaded: LoadedModel, dtype: torch.dtype, device: torch.device) -> None:
     """Warn when a CPU runs this model's decoding no faster in `dtype` than in float32 (measured, not read from the
     CPU flags: some CPUs that list AVX512-BF16 run bf16 matrix products slower than float32)."""
@@ -55,15 +53,10 @@ def advise_on_precision(loaded: LoadedModel, dtype: torch.dtype, device: torch.d
         log.info("%s measured faster than float32 here: %s", dtype_name(dtype), describe(timings))
 
 
-def load_translation(paths: list[Path], average: int, device: str, threads: int, decode_flags: dict,
-                     overrides: list[str]) -> tuple[LoadedModel, DecodeConfig, torch.device]:
-    """What a Translator needs: the model (one checkpoint, an average of its run's last `average` checkpoints, or an
-    ensemble) on the device, and its checkpoint's decode settings with the flags given (None: not given) and
-    `decode.key=value` overrides applied."""
-    set_threads(threads)
-    torch_device = pick_device(device)
-    loaded = load_models(paths, torch_device, average)
-    return loaded, decode_config(loaded.config.decode, overrides, **decode_flags), torch_device
+def check_tgt_lang(decode: DecodeConfig, tags: dict[str, int]) -> None:
+    if decode.tgt_lang and tags and decode.tgt_lang not in tags:
+        raise NmtkitError(f"unknown --tgt-lang {decode.tgt_lang!r}; this model translates into "
+                          f"{', '.join(sorted(tags))}")
 
 
 class Translator:
@@ -75,8 +68,38 @@ class Translator:
             advise_on_precision(loaded, getattr(torch, decode.dtype), device)
         loaded.model.to(getattr(torch, decode.dtype))
         self.max_source = (loaded.model.max_length() or 1024) - 1  # EOS takes a position
+        check_tgt_lang(decode, loaded.tags)
         generator = torch.Generator(device).manual_seed(decode.seed)
         self.sampler = Sampler(decode.temperature, decode.top_k, decode.top_p, generator)
+
+    @classmethod
+    def load(cls, path: str | Path | list[str | Path], device: str = "auto", threads: int | None = None,
+             average: int = 0, **decode) -> Translator:
+        """A Translator for a checkpoint (a list of several: an ensemble) or a directory written by `nmtkit export`
+        (translated by CTranslate2). Keyword options are DecodeConfig fields (beam=5, nbest=2, ...) and override
+        the model's own decode settings; `threads` CPU threads (0: all cores; None: torch's setting as it is);
+        `average` N averages the last N checkpoint_<step>.pt of the checkpoint's run."""
+        paths = [Path(item) for item in (path if isinstance(path, (list, tuple)) else [path])]
+        if any(item.is_dir() for item in paths):
+            if len(paths) > 1 or average:
+                raise NmtkitError("an exported directory translates alone: no ensemble, no --average")
+            exported = load_exported(paths[0])
+            return ExportedTranslator(exported, override_decode(exported.config.decode, decode), device, threads or 0)
+        if threads is not None:
+            set_threads(threads)
+        torch_device = pick_device(device)
+        loaded = load_models(paths, torch_device, average)
+        return cls(loaded, override_decode(loaded.config.decode, decode), torch_device)
+
+    def with_decode(self, **overrides) -> Translator:
+        """This translator with other search settings (DecodeConfig fields other than dtype); the model is shared."""
+        variant = copy.copy(self)
+        variant.decode = override_decode(self.decode, overrides)
+        if variant.decode.dtype != self.decode.dtype:
+            raise NmtkitError("with_decode keeps the model's precision; load the model again for another dtype")
+        variant.sampler = Sampler(variant.decode.temperature, variant.decode.top_k, variant.decode.top_p,
+                                  self.sampler.generator)
+        return variant
 
     def _truncate(self, ids: list[int], number: int) -> list[int]:
         if len(ids) > self.max_source:
@@ -90,49 +113,128 @@ class Translator:
         return LengthPenalty(decode.length_penalty, decode.alpha, decode.beta, decode.word_penalty,
                              decode.coverage_penalty)
 
-    def search(self, sources: list[list[int]]) -> list[list[Hypothesis]]:
-        """Translate a batch of subword-id sequences; up to `decode.nbest` hypotheses each, best first."""
+    @functools.cached_property
+    def constraint_encoder(self) -> ConstraintEncoder:
+        return ConstraintEncoder(self.loaded.tgt_subword)
+
+    def search(self, sources: list[list[int]],
+               constraints: list[Constraints | None] | None = None) -> list[list[Hypothesis]]:
+        """Translate a batch of subword-id sequences; up to `decode.nbest` hypotheses each, best first. Lines with
+        `constraints` are searched with them, by beam search even with `--beam 1`."""
         src, src_mask = encode_sources(sources)
         src, src_mask = src.to(self.device), src_mask.to(self.device)
         limit = max_lengths(src_mask, self.decode.max_len_a, self.decode.max_len_b, self.max_source)
-        if self.decode.sample or self.decode.beam <= 1:
+        if constraints is not None:
+            limit = constrained_limits(limit, constraints, self.max_source)
+        elif self.decode.sample or self.decode.beam <= 1:
             choose = self.sampler if self.decode.sample else argmax_choice
             found = greedy_search(self.loaded.model, src, src_mask, limit, choose, self.decode.min_len)
             return [[hyp] for hyp in found]
         try:
             nbest = beam_search(self.loaded.model, src, src_mask, limit, self.decode.beam, self.length_penalty,
-                                self.decode.min_len, self.decode.stop_finished)
+                                self.decode.min_len, self.decode.stop_finished, constraints,
+                                None if constraints is None else self.constraint_encoder.word_ends)
         except ValueError as error:  # a search option this model cannot serve
             raise NmtkitError(str(error)) from error
         return [hyps[: self.decode.nbest] for hyps in nbest]
 
+    def _constraints(self, request: Request, number: int) -> Constraints | None:
+        if not request.constrained:
+            return None
+        if self.decode.sample:
+            raise NmtkitError(f"line {number}: constraints and prefixes need beam search; --sample draws each "
+                              "token freely")
+        constraints = self.constraint_encoder.encode(request.constraints, request.negative, request.prefix)
+        if any(UNK in phrase for phrase in (*constraints.positive, *constraints.negative, constraints.forced)):
+            log.warning("line %d: a constraint or the prefix holds characters the target vocabulary cannot write "
+                        "(they become the unknown piece)", number)
+        return constraints
+
+    def _tag(self, request: Request, number: int) -> list[int]:
+        """The target-language tag that starts a multilingual model's source (Johnson et al. 2017); none for a model
+        of one target language, which refuses another language."""
+        lang, tags = request.tgt_lang or self.decode.tgt_lang, self.loaded.tags
+        if not tags:
+            model_lang = self.loaded.langs[1]
+            if lang and model_lang and lang != model_lang:
+                raise NmtkitError(f"line {number}: target language {lang!r}: this model translates into "
+                                  f"{model_lang} only (--tgt-lang is for multilingual models)")
+            return []
+        if lang not in tags:
+            what = f"unknown target language {lang!r}" if lang else "a multilingual model needs --tgt-lang"
+            raise NmtkitError(f"line {number}: {what}; this model translates into {', '.join(sorted(tags))}")
+        return [tags[lang]]
+
     def translate_nbest(self, lines: list[str], first_line: int = 1) -> list[list[tuple[str, float]]]:
         """(text, score) hypotheses per line, best first; an empty line gives one empty hypothesis."""
-        for index, line in enumerate(lines):
-            if "\ufffd" in line:
+        return self.translate_requests([Request(line) for line in lines], first_line)
+
+    def translate_requests(self, requests: list[Request], first_line: int = 1) -> list[list[tuple[str, float]]]:
+        """(text, score) hypotheses per request, best first, meeting its constraints where they can be met (a
+        warning names the lines where they cannot); an empty text gives one empty hypothesis."""
+        for index, request in enumerate(requests):
+            if "\ufffd" in request.text:
                 log.warning("line %d: invalid UTF-8 replaced by U+FFFD", first_line + index)
-        ids = self.loaded.src_subword.encode(lines)  # the text as written: the subword model normalizes, if at all
-        ids = [self._truncate(seq, first_line + index) for index, seq in enumerate(ids)]
-        outputs: list[list[tuple[str, float]]] = [[("", 0.0)] for _ in lines]
-        todo = [index for index, line in enumerate(lines) if line.strip()]
-        for batch in length_batches([len(ids[index]) for index in todo], self.decode.batch_tokens):
+        ids = self.loaded.src_subword.encode([request.text for request in requests])  # the text as written
+        ids = [self._truncate(self._tag(request, first_line + index) + seq, first_line + index)
+               for index, (request, seq) in enumerate(zip(requests, ids))]
+        constraints = [self._constraints(request, first_line + index) for index, request in enumerate(requests)]
+        outputs: list[list[tuple[str, float]]] = [[("", 0.0)] for _ in requests]
+        todo = [index for index, request in enumerate(requests) if request.text.strip()]
+        lengths = [len(ids[index]) for index in todo]
+        for batch in token_batches(lengths, lengths, self.decode.batch_tokens):  # no target yet: source lengths
             rows = [todo[position] for position in batch]
-            found = self.search([ids[row] for row in rows])
+            wanted = [constraints[row] for row in rows]
+            found = self.search([ids[row] for row in rows], wanted if any(wanted) else None)
             decoded = iter(self.loaded.tgt_subword.decode([hyp.tokens for hyps in found for hyp in hyps]))
             for row, hyps in zip(rows, found):  # one decode call per batch: each call has a fixed cost
+                if not hyps[0].constraints_met:
+                    log.warning("line %d: its constraints cannot all be met within the length limit; translated "
+                                "without them", first_line + row)
                 outputs[row] = [(next(decoded), hyp.score) for hyp in hyps]
         return outputs
 
     def alignments(self, lines: list[str], translations: list[str]) -> list[str]:
         """Pharaoh links between each line's words and its translation's words."""
-        from nmtkit.align import align_translations, format_pharaoh
-
         links = align_translations(self.loaded, lines, translations, self.device)
         return [format_pharaoh(pair) for pair in links]
 
     def translate(self, lines: list[str], first_line: int = 1) -> list[str]:
         """The best translation of each line; empty lines stay empty."""
         return [hyps[0][0] for hyps in self.translate_nbest(lines, first_line)]
+
+
+class ExportedTranslator(Translator):
+    """A directory written by `nmtkit export` behind the same interface: nmtkit's subword models, batching,
+    truncation and output format; the search runs in CTranslate2 (`nmtkit.ct2`). The PyTorch set-up of
+    `Translator.__init__` does not apply."""
+
+    def __init__(self, exported: ExportedModel, decode: DecodeConfig, device: str = "auto", threads: int = 0):
+        self.loaded, self.decode = exported, decode
+        check_tgt_lang(decode, exported.tags)
+        self.engine = CTranslate2Search(exported, decode, device, threads)
+        self.device, self.max_source = self.engine.device, self.engine.max_source
+
+    def search(self, sources: list[list[int]],
+               constraints: list[Constraints | None] | None = None) -> list[list[Hypothesis]]:
+        if constraints is not None:
+            raise NmtkitError("CTranslate2 has no constrained search: translate lines with constraints or a prefix "
+                              "with the checkpoint")
+        return self.engine(sources)
+
+    def with_decode(self, **overrides) -> Translator:
+        variant = copy.copy(self)
+        variant.decode = override_decode(self.decode, overrides)
+        variant.engine = self.engine.with_decode(variant.decode)
+        return variant
+
+    def alignments(self, lines: list[str], translations: list[str]) -> list[str]:
+        raise NmtkitError("--alignment reads the model's attention in PyTorch: translate with the checkpoint")
+
+
+def override_decode(defaults: DecodeConfig, overrides: dict) -> DecodeConfig:
+    """`defaults` with `overrides` (DecodeConfig field -> value) applied and validated; unknown names are errors."""
+    return from_dict(DecodeConfig, {**to_dict(defaults), **overrides}, "decode.")
 
 
 def format_hypotheses(hyps: list[tuple[str, float]], line_index: int, nbest: int, scores: bool,
@@ -148,16 +250,19 @@ def format_hypotheses(hyps: list[tuple[str, float]], line_index: int, nbest: int
 
 
 def translate_stream(translator: Translator, lines: Iterable[str], scores: bool = False,
-                     alignment: bool = False) -> Iterator[str]:
+                     alignment: bool = False, input_format: str = "text", source: str = "<stdin>") -> Iterator[str]:
     """Translate an iterable of lines chunk by chunk; yields each chunk's formatted output in input order.
 
-    With `alignment`, each best translation is followed by ` ||| i-j ...` word links (source word first),
-    taken from the model's attention when it is teacher-forced on its own translation."""
+    Lines are read as `input_format` (`nmtkit.inputs`; `source` names the input in errors). With `alignment`, each
+    best translation is followed by ` ||| i-j ...` word links (source word first), taken from the model's attention
+    when it is teacher-forced on its own translation."""
     iterator = iter(lines)
     first_line = 1
     while chunk := [line.rstrip("\r\n") for line in islice(iterator, translator.decode.buffer_size)]:
-        results = translator.translate_nbest(chunk, first_line)
-        links = translator.alignments(chunk, [hyps[0][0] for hyps in results]) if alignment else [None] * len(chunk)
+        requests = parse_requests(chunk, input_format, source, first_line)
+        results = translator.translate_requests(requests, first_line)
+        texts = [request.text for request in requests]
+        links = translator.alignments(texts, [hyps[0][0] for hyps in results]) if alignment else [None] * len(chunk)
         yield "".join(format_hypotheses(hyps, first_line - 1 + index, translator.decode.nbest, scores, links[index])
                       for index, hyps in enumerate(results))
         first_line += len(chunk)

@@ -98,6 +98,13 @@ def test_align_both_directions_symmetrized(reverse_run: Path):
     assert scores["intersection"]["precision"] >= scores["forward"]["precision"]
 
 
+def test_align_output_file_leaves_stdout_to_the_scores(reverse_run: Path, tmp_path: Path):
+    links = tmp_path / "links.txt"
+    result = nmtkit(*align_args(reverse_run, "--output", str(links), "--gold", str(reverse_run / "test.gold")))
+    assert set(json.loads(result.stdout)) == {"forward"}
+    assert links.read_text() == nmtkit(*align_args(reverse_run)).stdout
+
+
 def test_align_one_model_symmetrizes_its_two_argmaxes(reverse_run: Path):
     scores = json.loads(nmtkit(*align_args(reverse_run, "--symmetrize", "intersection", "--gold",
                                            str(reverse_run / "test.gold"))).stdout)

@@ -11,7 +11,6 @@ from nmtkit.config import (
     TrainConfig,
     apply_overrides,
     data_config,
-    decode_config,
     help_for,
     load_yaml,
     merge_flags,
@@ -142,12 +141,3 @@ def test_data_config_reads_the_file_then_the_flags_then_the_overrides(tmp_path):
     assert data_config(None, [], subword=None) == DataConfig()
     with pytest.raises(NmtkitError, match="data.vocab"):
         data_config(None, ["vocab=3"])
-
-
-def test_decode_config_takes_the_checkpoints_settings_then_the_flags_then_the_overrides():
-    saved = DecodeConfig(beam=4, nbest=2, alpha=0.6)
-    config = decode_config(saved, ["decode.alpha=0.7"], beam=6, nbest=None)
-    assert (config.beam, config.nbest, config.alpha) == (6, 2, 0.7)
-    assert decode_config(saved, []) == saved
-    with pytest.raises(NmtkitError, match="--nbest 2"):
-        decode_config(saved, [], beam=1)

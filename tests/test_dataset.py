@@ -68,6 +68,16 @@ def test_token_batches_are_deterministic_for_a_seed():
     assert [batch.tolist() for batch in first] != [batch.tolist() for batch in other]
 
 
+def test_token_batches_of_one_side_cover_every_index_within_budget():
+    """Translation's use (source lengths for both sides): sorted by length, input order among equals."""
+    lengths = [5, 1, 9, 3, 3, 7, 2, 8]
+    batches = token_batches(lengths, lengths, max_tokens=12)
+    assert sorted(index for batch in batches for index in batch) == list(range(8))
+    assert all(len(batch) == 1 or len(batch) * (max(lengths[i] for i in batch) + 1) <= 12 for batch in batches)
+    assert np.concatenate(batches).tolist() == sorted(range(8), key=lambda index: lengths[index])
+    assert token_batches([], [], 12) == []
+
+
 def write_split(directory, split: str, src: list[list[int]], tgt: list[list[int]]) -> None:
     TokenArray.from_lists(src).save(directory / f"{split}.src")
     TokenArray.from_lists(tgt).save(directory / f"{split}.tgt")

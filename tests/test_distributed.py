@@ -19,7 +19,7 @@ from nmtkit.distributed import World, child_processes
 
 CONFIG = {"model": {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32, "dropout": 0.0},
           "train": {"batch_tokens": 100, "warmup": 10, "lr": 3e-3, "log_every": 1, "valid_every": 4,
-                    "valid_bleu": False, "threads": 1, "device": "cpu"}}
+                    "valid_bleu": False, "threads": 1, "device": "cpu", "amp": "none"}}
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
 

@@ -71,6 +71,23 @@ def test_forward_shapes_and_attention(name, device):
         assert torch.all(attention.sum(-1) <= 1 + 1e-5)
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_attention_is_declared_and_chosen_through_the_interface(name):
+    """`has_attention` says whether attention comes back; every model takes the default choice (None, None), and
+    a chosen attention is the model's own again after `chosen_attention`'s block."""
+    model = make_model(name, decoder_layers=3)
+    src, src_mask = encode_sources(SOURCES)
+    tgt_in = target_inputs(TARGETS)
+    with torch.no_grad():
+        own = model(src, src_mask, tgt_in, need_attention=True)[1]
+        assert (own is not None) == MODELS[name].cls.has_attention
+        assert model(src, src_mask, tgt_in)[1] is None  # only when asked for
+        with model.chosen_attention(None, None):
+            assert_step_matches_forward(model, src, src_mask, tgt_in)
+        after = model(src, src_mask, tgt_in, need_attention=True)[1]
+    assert own is None and after is None or torch.equal(own, after)
+
+
 @pytest.mark.parametrize("device", device_params())
 @pytest.mark.parametrize("name", NAMES)
 def test_step_reproduces_forward(name, device):

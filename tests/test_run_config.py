@@ -8,7 +8,8 @@ import pytest
 from nmtkit.config import DecodeConfig, TrainConfig, load_yaml, save_yaml
 from nmtkit.errors import NmtkitError
 from nmtkit.models.transformer import TransformerConfig
-from nmtkit.run_config import build_config, train_config
+from nmtkit.run_config import build_config
+from nmtkit.train_config import train_config
 
 
 def test_defaults_build_a_transformer_config():
@@ -78,6 +79,13 @@ def test_model_flag_takes_a_model_section_for_the_same_model_or_none(tmp_path, s
     path = write_yaml(tmp_path / "run.yaml", f"model:\n{section}")
     config = train_config(path, None, "luong", [])
     assert (config.model.name, config.model.hidden) == ("luong", 32)
+
+
+def test_model_flag_that_disagrees_with_the_config_file_is_an_error(tmp_path):
+    path = write_yaml(tmp_path / "run.yaml", "model:\n  name: transformer\n  layers: 2\n")
+    with pytest.raises(NmtkitError, match="--model luong disagrees with .*run.yaml, whose model section is for "
+                                          "'transformer'"):
+        train_config(path, None, "luong", [])
 
 
 def test_model_flag_alone_names_the_model():

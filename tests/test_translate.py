@@ -12,10 +12,11 @@ from nmtkit.checkpoint import LoadedModel, make_payload, save_atomic
 from nmtkit.config import DataConfig, DecodeConfig
 from nmtkit.data.subword import train_subword
 from nmtkit.errors import NmtkitError
+from nmtkit.inputs import Request
 from nmtkit.precision import decoding_timings
 from nmtkit.registry import build_model
 from nmtkit.run_config import build_config
-from nmtkit.translate import Translator, format_hypotheses, length_batches, load_translation, translate_stream
+from nmtkit.translate import Translator, format_hypotheses, translate_stream
 
 WORDS = "uno dos tres cuatro cinco seis siete ocho nueve diez".split()
 
@@ -49,6 +50,30 @@ def test_batched_translation_equals_line_by_line(loaded: LoadedModel, beam: int)
     assert all(out == "" for line, out in zip(lines, one_by_one) if not line.strip())
 
 
+def constrained_requests(lines: list[str]) -> list[Request]:
+    """Every third line must contain "tres" (and every sixth "siete ocho"), every fourth must not contain "dos",
+    every fifth starts with "uno"."""
+    return [Request(line, ("tres",) * (index % 3 == 0) + ("siete ocho",) * (index % 6 == 0),
+                    ("dos",) * (index % 4 == 0), "uno " * (index % 5 == 0)) for index, line in enumerate(lines)]
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_batched_constrained_translation_equals_line_by_line(loaded: LoadedModel, beam: int):
+    requests = constrained_requests(shuffled_lines(30, seed=beam))
+    translator = Translator(loaded, DecodeConfig(beam=beam, batch_tokens=30, max_len_b=5), torch.device("cpu"))
+    one_by_one = [translator.translate_requests([request])[0] for request in requests]
+    batched = translator.translate_requests(requests)
+    assert [[text for text, _ in hyps] for hyps in batched] == [[text for text, _ in hyps] for hyps in one_by_one]
+    for request, [(text, _)] in zip(requests, batched):
+        if request.text.strip():
+            assert all(f" {phrase} " in f" {text} " for phrase in request.constraints), (request, text)
+            assert not any(phrase in text.split() for phrase in request.negative), (request, text)
+            assert text.startswith(request.prefix), (request, text)
+    plain = translator.translate([request.text for request in requests])
+    assert [hyps[0][0] for request, hyps in zip(requests, batched) if not request.constrained] == \
+        [text for request, text in zip(requests, plain) if not request.constrained]
+
+
 def test_overlong_lines_are_truncated_with_a_warning(loaded: LoadedModel, caplog):
     translator = Translator(loaded, DecodeConfig(beam=1, max_len_b=3), torch.device("cpu"))
     assert len(translator.translate([" ".join(["uno"] * 100), "dos"])) == 2
@@ -74,13 +99,6 @@ def test_measuring_bfloat16_leaves_the_float32_weights_alone(loaded: LoadedModel
     assert all(torch.equal(before[name], value) for name, value in model.state_dict().items())
 
 
-def test_length_batches_cover_every_index_within_budget():
-    lengths = [5, 1, 9, 3, 3, 7, 2, 8]
-    batches = length_batches(lengths, max_tokens=12)
-    assert sorted(index for batch in batches for index in batch) == list(range(8))
-    assert all(len(batch) == 1 or len(batch) * (max(lengths[i] for i in batch) + 1) <= 12 for batch in batches)
-
-
 def test_format_hypotheses():
     hyps = [("a b", -0.5), ("a c", -1.25)]
     assert format_hypotheses(hyps, 3, nbest=1, scores=False) == "a b\n"
@@ -88,15 +106,13 @@ def test_format_hypotheses():
     assert format_hypotheses(hyps, 3, nbest=2, scores=False) == "3 ||| a b ||| -0.5000\n3 ||| a c ||| -1.2500\n"
 
 
-def test_load_translation_applies_the_flags_and_overrides_to_the_checkpoints_decode_settings(loaded: LoadedModel,
-                                                                                            tmp_path):
+def test_translator_load_applies_the_options_to_the_checkpoints_decode_settings(loaded: LoadedModel, tmp_path):
     config = copy.deepcopy(loaded.config)
     config.decode = DecodeConfig(beam=3, nbest=2, alpha=0.6)
     save_atomic(make_payload(config, loaded.model, (loaded.src_subword, loaded.tgt_subword)), tmp_path / "model.pt")
-    restored, decode, device = load_translation([tmp_path / "model.pt"], 0, "cpu", 1, {"beam": 4, "nbest": None},
-                                                ["decode.alpha=0.5"])
-    assert (decode.beam, decode.nbest, decode.alpha) == (4, 2, 0.5)
-    assert device == torch.device("cpu")
-    assert restored.model.state_dict().keys() == loaded.model.state_dict().keys()
+    translator = Translator.load(tmp_path / "model.pt", device="cpu", threads=1, beam=4, alpha=0.5)
+    assert (translator.decode.beam, translator.decode.nbest, translator.decode.alpha) == (4, 2, 0.5)
+    assert translator.device == torch.device("cpu")
+    assert translator.loaded.model.state_dict().keys() == loaded.model.state_dict().keys()
     with pytest.raises(NmtkitError, match="--nbest 2"):
-        load_translation([tmp_path / "model.pt"], 0, "cpu", 1, {"beam": 1}, [])
+        Translator.load(tmp_path / "model.pt", device="cpu", beam=1)

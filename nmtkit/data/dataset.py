@@ -1,4 +1,5 @@
-"""Binarized token arrays, padding/collation and a length-bucketed, token-budget batch sampler."""
+"""Binarized token arrays, padding/collation and the length-bucketed, token-budget batcher (training,
+translation and alignment)."""
 
 from __future__ import annotations
 
@@ -129,15 +130,19 @@ def collate(src: TokenArray, tgt: TokenArray, indices: np.ndarray) -> Batch:
                  pad_sequences(tgt_seqs, [], [EOS]), indices)
 
 
-def token_batches(src_lens: np.ndarray, tgt_lens: np.ndarray, max_tokens: int,
+def token_batches(src_lens: np.ndarray | list[int], tgt_lens: np.ndarray | list[int], max_tokens: int,
                   rng: np.random.Generator | None = None) -> list[np.ndarray]:
     """Group sentences of similar length so that batch_size * longest (padding included) <= max_tokens.
 
-    Sentences are sorted by target then source length (ties broken at random when `rng` is given), cut
-    greedily into batches, and the batch order is shuffled by `rng`. A sentence longer than the budget
-    forms a batch of its own.
+    Sentences are sorted by target then source length (ties broken at random when `rng` is given, else kept in
+    input order), cut greedily into batches, and the batch order is shuffled by `rng`. A sentence longer than the
+    budget forms a batch of its own. The one batcher of training, translation and alignment: translation, which
+    has no target yet, gives the source lengths for both sides; alignment gives each pair's longer side.
     """
-    src_lens, tgt_lens = src_lens + 1, tgt_lens + 1  # EOS / BOS
+    src_lens = np.asarray(src_lens, dtype=np.int64) + 1  # EOS
+    tgt_lens = np.asarray(tgt_lens, dtype=np.int64) + 1  # BOS
+    if not len(src_lens):
+        return []
     ties = rng.random(len(src_lens)) if rng is not None else np.arange(len(src_lens))
     order = np.lexsort((ties, src_lens, tgt_lens))
     batches, start, longest = [], 0, 0
@@ -153,6 +158,22 @@ def token_batches(src_lens: np.ndarray, tgt_lens: np.ndarray, max_tokens: int,
     return batches
 
 
+def temperature_sample(line_pairs: np.ndarray, temperature: float, rng: np.random.Generator) -> np.ndarray:
+    """Positions in `line_pairs` (each line's language pair) for an epoch of as many lines, in which pair i takes a
+    share proportional to n_i^(1/temperature) (Arivazhagan et al. 2019, Section 4.2): 1 keeps the data's shares,
+    larger values give small pairs more (drawn again when they run out), large ones less."""
+    counts = np.bincount(line_pairs)
+    shares = counts.astype(np.float64) ** (1.0 / temperature)
+    shares /= shares.sum()
+    drawn = []
+    for pair, share in enumerate(shares):
+        members = np.flatnonzero(line_pairs == pair)
+        size = int(round(share * len(line_pairs)))
+        if len(members) and size:
+            drawn.append(rng.choice(members, size=size, replace=size > len(members)))
+    return np.sort(np.concatenate(drawn)) if drawn else np.arange(0)
+
+
 class ParallelData:
     """One binarized split of a data directory, without the pairs longer than `max_length` positions (a side's
     tokens plus its EOS or BOS) when that is given."""
@@ -162,6 +183,8 @@ class ParallelData:
         self.tgt = TokenArray.load(data_dir / f"{split}.tgt")
         longest = np.maximum(self.src.lengths(), self.tgt.lengths()) + 1
         self.kept = np.arange(len(self.src)) if max_length is None else np.flatnonzero(longest <= max_length)
+        corpus = data_dir / f"{split}.corpus.npy"  # the language pair of each line, in a multilingual directory
+        self.corpus = np.load(corpus) if corpus.exists() else None
 
     def __len__(self) -> int:
         return len(self.kept)
@@ -170,11 +193,15 @@ class ParallelData:
     def left_out(self) -> int:
         return len(self.src) - len(self.kept)
 
-    def epoch_batches(self, max_tokens: int, seed: int, epoch: int) -> list[np.ndarray]:
-        """The same batches for the same (seed, epoch): what makes resuming mid-epoch exact."""
+    def epoch_batches(self, max_tokens: int, seed: int, epoch: int, temperature: float = 1.0) -> list[np.ndarray]:
+        """The same batches for the same (seed, epoch): what makes resuming mid-epoch exact. With several language
+        pairs and a `temperature` other than 1, the epoch is drawn pair by pair (`temperature_sample`)."""
         rng = np.random.default_rng([seed, epoch])
-        batches = token_batches(self.src.lengths()[self.kept], self.tgt.lengths()[self.kept], max_tokens, rng)
-        return [self.kept[batch] for batch in batches]
+        lines = self.kept
+        if self.corpus is not None and temperature != 1.0:
+            lines = self.kept[temperature_sample(self.corpus[self.kept], temperature, rng)]
+        batches = token_batches(self.src.lengths()[lines], self.tgt.lengths()[lines], max_tokens, rng)
+        return [lines[batch] for batch in batches]
 
     def batch(self, indices: np.ndarray) -> Batch:
         return collate(self.src, self.tgt, indices)

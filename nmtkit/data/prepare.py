@@ -90,7 +90,18 @@ def _train_subwords(out: Path, count: int, config: DataConfig) -> tuple[Subword,
     return src_model, tgt_model
 
 
-def _write_text(name: str, pairs: Iterable[tuple[str, str]], out: Path) -> int:
+def keep_subwords(out: Path, subwords: tuple[Subword, Subword]) -> tuple[Subword, Subword]:
+    """Existing subword model(s) (fine-tuning: the new data in the vocabulary of a trained model), written to `out`
+    as `_train_subwords` writes new ones."""
+    if subwords[0] is subwords[1]:
+        (out / "spm.model").write_bytes(subwords[0].proto)
+    else:
+        (out / "spm.src.model").write_bytes(subwords[0].proto)
+        (out / "spm.tgt.model").write_bytes(subwords[1].proto)
+    return subwords
+
+
+def write_text(name: str, pairs: Iterable[tuple[str, str]], out: Path) -> int:
     """`{name}.src.txt` and `{name}.tgt.txt`, one pair at a time; returns the number of pairs."""
     count = 0
     with open(out / f"{name}.src.txt", "w", encoding="utf-8") as src, \
@@ -102,57 +113,84 @@ def _write_text(name: str, pairs: Iterable[tuple[str, str]], out: Path) -> int:
     return count
 
 
-def _binarize(name: str, models: tuple[Subword, Subword], out: Path) -> dict:
-    """Subword ids of the split's cleaned text, encoded `CHUNK` lines at a time into memory-mappable arrays."""
+def binarize(name: str, models: tuple[Subword, Subword], out: Path, source_tags: np.ndarray | None = None) -> dict:
+    """Subword ids of the split's cleaned text, encoded `CHUNK` lines at a time into memory-mappable arrays; with
+    `source_tags` (one id per line) each source starts with its line's tag (a multilingual model's target language)."""
     sizes = {}
     for side, model in zip(("src", "tgt"), models):
         writer = TokenWriter(out / f"{name}.{side}")
         lines = iter_lines(out / f"{name}.{side}.txt")
+        done = 0
         while chunk := list(itertools.islice(lines, CHUNK)):
-            writer.append(model.encode(chunk))
+            ids = model.encode(chunk)
+            if side == "src" and source_tags is not None:
+                ids = [[int(tag), *seq] for tag, seq in zip(source_tags[done : done + len(ids)], ids)]
+            writer.append(ids)
+            done += len(ids)
         array = writer.close()
         sizes["sentences"], sizes[f"{side}_tokens"] = len(array), int(array.offsets[-1])
     return sizes
 
 
-def prepare_data(splits: dict[str, SplitFiles], out: Path, config: DataConfig,
-                 langs: tuple[str, str] = ("src", "tgt"), overwrite: bool = False) -> dict:
-    """Validate, clean and binarize `splits` (train required) into `out`; returns the manifest.
-
-    The corpus streams through: files are read line by line (train twice: once for its median length ratio),
-    kept text is written as it comes, byte for byte, SentencePiece trains on a sample read back from disk and the
-    ids are encoded in chunks, so memory does not grow with the corpus (beyond 8 bytes per pair of offsets and of
-    duplicate digests). manifest.json is written last: a directory without it is not (completely) prepared."""
-    if "train" not in splits:
-        raise NmtkitError("prepare needs training data (--train-src/--train-tgt or --train-tsv)")
+def check_output(out: Path, overwrite: bool) -> None:
     if (out / "manifest.json").exists() and not overwrite:
         raise NmtkitError(f"{out} already holds prepared data (manifest.json); pass --overwrite to replace it "
                           "(runs trained on it will no longer resume), or choose another --out")
-    stats = FilterStats(median_ratio=median_length_ratio(splits["train"].pairs()))  # reads (checks) train once
+
+
+def check_and_measure(splits: dict[str, SplitFiles]) -> FilterStats:
+    """Read every split once (their errors surface before any work) and measure train's median length ratio."""
+    stats = FilterStats(median_ratio=median_length_ratio(splits["train"].pairs()))
     for name in SPLITS[1:]:
         if name in splits:
             splits[name].check()
+    return stats
+
+
+def start_output(out: Path) -> None:
+    """Create `out` and remove its manifest: until a new one is written, the directory is not prepared data."""
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise NmtkitError(f"cannot create output directory {out}: {error.strerror}") from error
     (out / "manifest.json").unlink(missing_ok=True)
-    kept = _write_text("train", filter_pairs(splits["train"].pairs(), config, stats), out)
-    log.info("train: kept %d of %d pairs (%s removed)", stats.kept, stats.read, dict(stats.removed) or "none")
+
+
+def report_filters(what: str, stats: FilterStats) -> None:
+    log.info("%s: kept %d of %d pairs (%s removed)", what, stats.kept, stats.read, dict(stats.removed) or "none")
     for warning in stats.warnings():
-        log.warning("%s; see data.min_words, max_words, max_ratio and dedup", warning)
+        log.warning("%s: %s; see data.min_words, max_words, max_ratio and dedup", what, warning)
+
+
+def prepare_data(splits: dict[str, SplitFiles], out: Path, config: DataConfig,
+                 langs: tuple[str, str] = ("src", "tgt"), overwrite: bool = False,
+                 subwords: tuple[Subword, Subword] | None = None) -> dict:
+    """Validate, clean and binarize `splits` (train required) into `out`; returns the manifest.
+
+    The corpus streams through: files are read line by line (train twice: once for its median length ratio),
+    kept text is written as it comes, byte for byte, SentencePiece trains on a sample read back from disk and the
+    ids are encoded in chunks, so memory does not grow with the corpus (beyond 8 bytes per pair of offsets and of
+    duplicate digests). `subwords` reuses existing subword models instead of training new ones. manifest.json is
+    written last: a directory without it is not (completely) prepared."""
+    if "train" not in splits:
+        raise NmtkitError("prepare needs training data (--train-src/--train-tgt or --train-tsv)")
+    check_output(out, overwrite)
+    stats = check_and_measure(splits)
+    start_output(out)
+    kept = write_text("train", filter_pairs(splits["train"].pairs(), config, stats), out)
+    report_filters("train", stats)
     if not kept:
         raise NmtkitError("no training pairs are left after filtering; check the input and the filter settings")
     for name in SPLITS[1:]:
         if name in splits:
-            _write_text(name, splits[name].pairs(), out)
-    models = _train_subwords(out, kept, config)
+            write_text(name, splits[name].pairs(), out)
+    models = _train_subwords(out, kept, config) if subwords is None else keep_subwords(out, subwords)
     manifest = {"format": 1, "src_lang": langs[0], "tgt_lang": langs[1], "data": asdict(config),
                 "vocab": {"src": models[0].vocab_size, "tgt": models[1].vocab_size},
-                "subword": {"src": models[0].settings, "tgt": models[1].settings},
+                "subword": {"src": models[0].settings, "tgt": models[1].settings, "reused": subwords is not None},
                 "filter": stats.as_dict(), "splits": {}}
     for name in (name for name in SPLITS if name in splits):
-        manifest["splits"][name] = _binarize(name, models, out)
+        manifest["splits"][name] = binarize(name, models, out)
         log.info("%s: %s", name, manifest["splits"][name])
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return manifest

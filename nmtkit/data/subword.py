@@ -12,7 +12,7 @@ import functools
 import io
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
@@ -61,8 +61,10 @@ class Subword:
                 "exact_spaces": not model.normalizer_spec.remove_extra_whitespaces}
 
 
-def train_subword(lines: Iterable[str], config: DataConfig, vocab_size: int) -> Subword:
-    """Train SentencePiece on `lines` (prepare samples them down to `config.max_sentences`).
+def train_subword(lines: Iterable[str], config: DataConfig, vocab_size: int,
+                  control_symbols: Sequence[str] = ()) -> Subword:
+    """Train SentencePiece on `lines` (prepare samples them down to `config.max_sentences`). `control_symbols`
+    (a multilingual model's language tags) get ids of their own that no text encodes to and that decode to nothing.
 
     With the `identity` rule the text is taken as it is, spaces included (`remove_extra_whitespaces` off), so
     that decoding gives back every byte; the NFKC rules collapse spaces as SentencePiece always did."""
@@ -80,6 +82,7 @@ def train_subword(lines: Iterable[str], config: DataConfig, vocab_size: int) -> 
         normalization_rule_name=config.normalization,
         remove_extra_whitespaces=config.normalization != "identity",
         byte_fallback=byte_fallback,
+        control_symbols=list(control_symbols),
         pad_id=PAD,
         unk_id=UNK,
         bos_id=BOS,

@@ -6,8 +6,14 @@ Memory and State are dicts of batch-first tensors, so beam search can reorder th
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import ClassVar
+
 from torch import Tensor, nn
 
+from nmtkit.errors import NmtkitError
 from nmtkit.modules.attention import LocationScore
 from nmtkit.modules.embeddings import PositionEmbedding
 from nmtkit.registry import register_model_base
@@ -16,9 +22,21 @@ Memory = dict[str, Tensor]
 State = dict[str, Tensor]
 
 
+@dataclass(frozen=True)
+class AttentionChoice:
+    """Which cross-attention `step` and `forward` return, for models that have several: a decoder layer (0-based,
+    negative from the end) and a head of it; None keeps the model's own (each model documents it)."""
+
+    layer: int | None = None
+    head: int | None = None
+
+
 @register_model_base
 class EncoderDecoder(nn.Module):
     """Base class of every registered model."""
+
+    has_attention: ClassVar[bool] = True  # whether `step` and `forward` return cross-attention (False: None)
+    attention_choice: AttentionChoice = AttentionChoice()  # what `select_attention` chose; see `chosen_attention`
 
     def encode(self, src: Tensor, src_mask: Tensor) -> Memory:
         """src (B, S) ids, src_mask (B, S) True on real tokens -> memory (must contain `src_mask`)."""
@@ -39,9 +57,29 @@ class EncoderDecoder(nn.Module):
         """prev (B,) last tokens -> log-probs (B, V), new state, attention over the source (B, S) or None."""
         raise NotImplementedError
 
-    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor | None]:
-        """Teacher forcing: logits (B, T, V) and attention (B, T, S) or None."""
+    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor,
+                need_attention: bool = False) -> tuple[Tensor, Tensor | None]:
+        """Teacher forcing: logits (B, T, V), and attention (B, T, S) when asked for and the model has one (else
+        None)."""
         raise NotImplementedError
+
+    def select_attention(self, layer: int | None, head: int | None) -> None:
+        """Choose the cross-attention `step` and `forward` return, for word alignment: a decoder layer and a head;
+        None for either takes the model's default for alignment. A model with one attention (or none) has nothing
+        to choose: it takes (None, None) and refuses a layer or a head."""
+        if layer is not None or head is not None:
+            raise NmtkitError(f"{type(self).__name__} has one attention; --layer and --head do not apply to it")
+
+    @contextmanager
+    def chosen_attention(self, layer: int | None, head: int | None) -> Iterator[None]:
+        """`select_attention` for the duration of a block, then the choice before it again: alignment picks its
+        layer while translation (the coverage penalty) keeps the model's own attention."""
+        saved = self.attention_choice
+        self.select_attention(layer, head)
+        try:
+            yield
+        finally:
+            self.attention_choice = saved
 
     def max_length(self) -> int | None:
         """Most positions a sequence (tokens plus EOS or BOS) may take: what the position embeddings or location
@@ -54,3 +92,9 @@ class EncoderDecoder(nn.Module):
         """Layers whose activations training may recompute in the backward pass instead of keeping them
         (`train.activation_checkpointing`); none unless a model names them."""
         return []
+
+
+def check_layer(layer: int | None, layers: int) -> None:
+    """Refuse a decoder layer index outside -layers..layers-1 (for `select_attention`)."""
+    if layer is not None and not -layers <= layer < layers:
+        raise NmtkitError(f"--layer {layer} is out of range; the model has {layers} decoder layers (0..{layers - 1})")

@@ -24,7 +24,8 @@ from torch.nn.utils.parametrizations import weight_norm
 
 from nmtkit.config import option
 from nmtkit.data.subword import PAD
-from nmtkit.models.base import EncoderDecoder, Memory, State
+from nmtkit.errors import NmtkitError
+from nmtkit.models.base import AttentionChoice, EncoderDecoder, Memory, State, check_layer
 from nmtkit.modules.attention import masked_softmax
 from nmtkit.modules.embeddings import PositionEmbedding
 from nmtkit.registry import register_model
@@ -141,9 +142,7 @@ class DecoderBlock(nn.Module):
 @register_model("convs2s", config=ConvS2SConfig)
 class ConvS2S(EncoderDecoder):
     """Convolutional encoder-decoder; attention returned is the average over the decoder blocks (as fairseq), or
-    the block `attention_layer` (an index into the decoder blocks, for word alignment) when it is set."""
-
-    attention_layer: int | None = None
+    one block's when `select_attention` chose a layer (for word alignment)."""
 
     def __init__(self, config: ConvS2SConfig, src_vocab: int, tgt_vocab: int, shared_vocab: bool):
         super().__init__()
@@ -199,9 +198,16 @@ class ConvS2S(EncoderDecoder):
             new_histories.append(history)
             blocks_weights.append(weights)
         logits = self.output(self.dropout(self.decoder_out(x)))  # (B, T, V)
-        if self.attention_layer is not None:
-            return logits, new_histories, blocks_weights[self.attention_layer]
+        if self.attention_choice.layer is not None:
+            return logits, new_histories, blocks_weights[self.attention_choice.layer]
         return logits, new_histories, torch.stack(blocks_weights).mean(dim=0)
+
+    def select_attention(self, layer: int | None, head: int | None) -> None:
+        """A decoder block (one attention each, no heads); without one, the average over the blocks."""
+        check_layer(layer, len(self.decoder))
+        if head is not None:
+            raise NmtkitError(f"{type(self).__name__} has no attention heads; --head does not apply to it")
+        self.attention_choice = AttentionChoice(layer, None)
 
     def checkpoint_layers(self) -> list[nn.Module]:
         return [*self.encoder, *self.decoder]

@@ -70,6 +70,8 @@ class Seq2SeqConfig:
 class Seq2Seq(EncoderDecoder):
     """Stacked RNN encoder-decoder; the source reaches the decoder only through the encoder's final states."""
 
+    has_attention = False
+
     def __init__(self, config: Seq2SeqConfig, src_vocab: int, tgt_vocab: int, shared_vocab: bool):
         super().__init__()
         hidden, embed_dim, every_step = config.hidden, config.embed_dim, config.context == "every-step"

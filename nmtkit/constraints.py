@@ -1,0 +1,446 @@
+"""Lexically constrained and prefix-constrained beam search: what `nmtkit.search.beam_search` keeps track of for
+lines that carry constraints. It sees only token ids and scores, so it works the same for every model.
+
+A line's constraints, in target subword ids (`Constraints`; `ConstraintEncoder` builds them from text):
+- positive phrases must all appear in the output, in any order. Each is tracked on its own as the longest prefix of
+  it that the output ends with (Knuth-Morris-Pratt), so a partial match that breaks falls back to what still
+  matches, and overlapping phrases share tokens: A B C meets both [A B] and [B C]. Given the vocabulary's
+  `WordEnds`, a phrase is met only as whole words: a full match waits for the next token, and one that goes on with
+  the word ("Jew" then "s") undoes it.
+- a token that would complete a negative phrase gets -inf.
+- a prefix: the pieces of its complete words are forced one by one; its last word, which may be cut short ("Th"),
+  is matched at the byte level: each step allows only the pieces that agree with the bytes still to match
+  ("▁The" or "▁Then", or "▁T" and then "he"...), until the word is written.
+
+Beams are grouped into banks by the number of positive-constraint tokens they have met, and the K slots of a
+sentence go round-robin over the banks, best candidate of each bank first: dynamic beam allocation (Post & Vilar
+2018), batched over all sentences and beams as Hu et al. vectorise it (2019, "Improved lexically constrained
+decoding for translation and monolingual rewriting", NAACL). The candidates are the 2K best continuations, each
+beam's best token, each beam's next token of every unmet phrase, and its best token that ends the word of a phrase
+it has just matched. EOS is allowed once every positive phrase is met and the prefix is written; at the length
+limit, where only EOS is left, a hypothesis may end unmet, and it is flagged so.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from sentencepiece import sentencepiece_model_pb2
+from torch import Tensor
+
+from nmtkit.data.corpus import UNSPACED
+from nmtkit.data.subword import EOS, Subword
+from nmtkit.errors import NmtkitError
+
+NEG_INF = float("-inf")
+
+
+@dataclass(frozen=True, eq=False)
+class Constraints:
+    """One line's constraints in target subword ids."""
+
+    positive: tuple[tuple[int, ...], ...] = ()  # phrases that must appear
+    negative: tuple[tuple[int, ...], ...] = ()  # phrases that must not
+    forced: tuple[int, ...] = ()  # the pieces of the prefix's complete words, in order
+    partial: tuple[tuple[Tensor, Tensor], ...] = ()  # the prefix's last word: for each byte offset into it, the
+    # pieces that agree with the bytes left and how many of them each writes (all, for a piece that ends the word)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.positive or self.negative or self.forced or self.partial)
+
+    def room(self) -> int:
+        """An output length (EOS included) long enough for the prefix and every positive phrase in turn."""
+        return len(self.forced) + len(self.partial) + sum(map(len, self.positive)) + 1
+
+
+@dataclass(frozen=True, eq=False)
+class WordEnds:
+    """Which pieces of a vocabulary go on with the word before them, so that a positive phrase is met only as whole
+    words ("Jew" is not met by "Jew" + "s", nor "Paul" by "Paul" + "ine")."""
+
+    glued: Tensor  # (V,) no leading space, and a letter or digit of a script written with spaces comes first
+    open: Tensor  # (V,) such a letter or digit comes last, so a glued piece after it goes on with the word
+
+
+def constrained_limits(max_len: Tensor, constraints: Sequence[Constraints | None], cap: int) -> Tensor:
+    """Each sentence's output length limit, raised where its constraints need more room (at most `cap`)."""
+    room = torch.tensor([1 if line is None else line.room() for line in constraints], device=max_len.device)
+    return torch.maximum(max_len, room).clamp(max=cap)
+
+
+def phrase_transitions(phrase: Sequence[int]) -> list[list[int]]:
+    """table[s][i] for s in 0..len(phrase): how much of `phrase` an output matches after it matched the first s
+    tokens and then emits phrase[i] (the longest prefix of the phrase that ends the output: Knuth-Morris-Pratt).
+    Any token that is not in the phrase leads to 0."""
+    fallback = [0] * (len(phrase) + 1)  # longest proper prefix of phrase[:k] that is also its suffix
+    for k in range(2, len(phrase) + 1):
+        matched = fallback[k - 1]
+        while matched and phrase[matched] != phrase[k - 1]:
+            matched = fallback[matched]
+        fallback[k] = matched + (phrase[matched] == phrase[k - 1])
+
+    def following(state: int, token: int) -> int:
+        while state == len(phrase) or (state and phrase[state] != token):
+            state = fallback[state]
+        return state + (phrase[state] == token)
+
+    return [[following(state, token) for token in phrase] for state in range(len(phrase) + 1)]
+
+
+def advance_phrases(phrases: Tensor, lengths: Tensor, transitions: Tensor, open_ends: Tensor, sentences: Tensor,
+                    progress: Tensor, tokens: Tensor, glued: Tensor) -> Tensor:
+    """Progress (N, P) after each row emits its token (N,). The tables hold each sentence's phrases: phrases
+    (B, P, L) padded with -1, lengths (B, P), transitions (B, P, L+1, L) from `phrase_transitions` (padded with 0),
+    open_ends (B, P) whether a phrase ends inside a word; sentences (N,) says whose each row is.
+
+    A phrase matched in full (progress = its length) waits for the next token: one that is `glued` (N,) to an open
+    end goes on with the word and undoes the match; any other makes the phrase met for good (length + 1)."""
+    slots = torch.arange(phrases.size(1), device=phrases.device)
+    lengths = lengths[sentences]
+    reachable = transitions[sentences.unsqueeze(1), slots, progress.minimum(lengths)]  # (N, P, L) after each token
+    following = (reachable * (phrases[sentences] == tokens.view(-1, 1, 1))).amax(dim=-1)
+    kept = (progress == lengths) & ~(open_ends[sentences] & glued.unsqueeze(1))
+    return torch.where(progress > lengths, progress, torch.where(kept, lengths + 1, following))
+
+
+def allocate(scores: Tensor, banks: Tensor, totals: Tensor, count: int) -> Tensor:
+    """Dynamic beam allocation: the positions (n, count) of the candidates to keep, taken round-robin over the
+    banks: the best candidate of each bank, from the bank that met the most constraint tokens down, then the second
+    best of each, and so on (Post & Vilar 2018; Hu et al. 2019). scores (n, M), banks (n, M) in
+    [0, totals], totals (n,). Candidates at -inf come last."""
+    order = scores.argsort(dim=1, descending=True, stable=True)
+    ranked_banks = banks.gather(1, order)
+    levels = int(totals.max()) + 1
+    members = F.one_hot(ranked_banks, levels)  # (n, M, levels)
+    rank = (members.cumsum(dim=1) * members).sum(dim=-1) - 1  # each candidate's rank within its bank
+    key = rank * levels + (totals.unsqueeze(1) - ranked_banks)
+    key = key.masked_fill(~torch.isfinite(scores.gather(1, order)), torch.iinfo(key.dtype).max)
+    return order.gather(1, key.argsort(dim=1, stable=True)[:, :count])
+
+
+def repeated(ids: Tensor) -> Tensor:
+    """(n, M) -> True where an id already appeared earlier in its row."""
+    ordered, order = ids.sort(dim=1, stable=True)
+    again = torch.zeros_like(ordered, dtype=torch.bool)
+    again[:, 1:] = ordered[:, 1:] == ordered[:, :-1]
+    return torch.zeros_like(again).scatter(1, order, again)
+
+
+@dataclass
+class Choice:
+    """What one step of beam search keeps, per sentence: EOS candidates that finish (others at -inf), and the K
+    continuations; ids index the sentence's K*V candidates."""
+
+    finish_scores: Tensor  # (n, K)
+    finish_ids: Tensor  # (n, K)
+    next_scores: Tensor  # (n, K)
+    next_ids: Tensor  # (n, K)
+    finish_met: Tensor | None = None  # (n, K) whether each finished hypothesis meets its constraints
+    next_state: ConstraintState | None = None  # the constraint state of the n*K continuations
+
+
+@dataclass
+class ConstraintState:
+    """Per live row: how much of each phrase the output ends with (all of a met positive phrase), and how far it got
+    through the prefix (its forced pieces, then the bytes of its last word)."""
+
+    progress: Tensor  # (R, P)
+    prefix: Tensor  # (R,)
+
+    def take(self, index: Tensor) -> ConstraintState:
+        return ConstraintState(self.progress[index], self.prefix[index])
+
+
+def _padded(rows: list[list[int]], fill: int, width: int = 1) -> Tensor:
+    width = max([width, *map(len, rows)])
+    return torch.tensor([row + [fill] * (width - len(row)) for row in rows], dtype=torch.long)
+
+
+class ConstraintTracker:
+    """The constraints of a batch of sentences as tensors, indexed by sentence (`_Beams.sentences` in search)."""
+
+    def __init__(self, constraints: Sequence[Constraints | None], device: torch.device,
+                 word_ends: WordEnds | None = None):
+        lines = [line or Constraints() for line in constraints]
+        self.glued = None if word_ends is None else word_ends.glued.to(device)  # (V,)
+        self.open = None if word_ends is None else word_ends.open.to(device)  # (V,)
+        self._init_phrases(lines, device)
+        self.forced = _padded([list(line.forced) for line in lines], 0).to(device)  # (B, H)
+        self.forced_len = torch.tensor([len(line.forced) for line in lines], device=device)
+        self.partial_len = torch.tensor([len(line.partial) for line in lines], device=device)
+        self.partial_base = (self.partial_len.cumsum(0) - self.partial_len).to(device)
+        self.partial_next = _partial_table(lines).to(device)  # (G, W) byte offset each piece leads to, or -1
+
+    def _init_phrases(self, lines: list[Constraints], device: torch.device) -> None:
+        """Each sentence's positive then negative phrases, padded to P phrases of L tokens."""
+        phrases = [[list(phrase) for phrase in (*line.positive, *line.negative)] for line in lines]
+        slots = max([1, *map(len, phrases)])
+        longest = max([1, *(len(phrase) for line in phrases for phrase in line)])
+        phrases = [line + [[]] * (slots - len(line)) for line in phrases]
+        self.phrases = torch.stack([_padded(line, -1, longest) for line in phrases]).to(device)  # (B, P, L)
+        self.lengths = torch.tensor([[len(phrase) for phrase in line] for line in phrases], device=device)  # (B, P)
+        self.negative = torch.tensor([[len(line.positive) <= slot < len(line.positive) + len(line.negative)
+                                       for slot in range(slots)] for line in lines], device=device)  # (B, P)
+        self.totals = (self.lengths * ~self.negative).sum(dim=1)  # (B,) positive tokens to meet
+        transitions = torch.zeros(len(lines), slots, longest + 1, longest, dtype=torch.long)
+        for sentence, line in enumerate(phrases):
+            for slot, phrase in enumerate(line):
+                if phrase:
+                    transitions[sentence, slot, : len(phrase) + 1, : len(phrase)] = torch.tensor(
+                        phrase_transitions(phrase))
+        self.transitions = transitions.to(device)  # (B, P, L+1, L)
+        last = self.phrases.gather(2, (self.lengths - 1).clamp(min=0).unsqueeze(2)).squeeze(2).clamp(min=0)
+        open_last = torch.zeros_like(last, dtype=torch.bool) if self.open is None else self.open[last]
+        self.open_ends = (self.lengths > 0) & ~self.negative & open_last  # (B, P) a positive phrase ends in a word
+
+    def initial_state(self, rows: int) -> ConstraintState:
+        return ConstraintState(torch.zeros(rows, self.lengths.size(1), dtype=torch.long, device=self.lengths.device),
+                               torch.zeros(rows, dtype=torch.long, device=self.lengths.device))
+
+    def complete(self, sentences: Tensor, state: ConstraintState) -> Tensor:
+        """(R,) whether each row met every positive phrase and wrote the whole prefix; sentences (R,)."""
+        met = (state.progress >= self.lengths[sentences]) | self.negative[sentences]  # a full match: EOS ends it
+        return met.all(dim=1) & (state.prefix == self.forced_len[sentences] + self.partial_len[sentences])
+
+    def restrict(self, candidates: Tensor, sentences: Tensor, state: ConstraintState, at_limit: Tensor) -> None:
+        """Set to -inf, in place, the candidates (n, K, V) the constraints rule out: a token that completes a
+        negative phrase; in the prefix, every piece it does not allow; EOS before the row is `complete`. Rows at
+        their length limit (at_limit (n,)), where only EOS is left, are left alone."""
+        n, beam_size, vocab = candidates.shape
+        scores = candidates.view(n * beam_size, vocab)
+        row_sentences = sentences.repeat_interleave(beam_size)
+        self._ban_negative(scores, row_sentences, state)
+        free = ~at_limit.repeat_interleave(beam_size)
+        self._follow_prefix(scores, row_sentences, state.prefix, free)
+        scores[free & ~self.complete(row_sentences, state), EOS] = NEG_INF
+
+    def _ban_negative(self, scores: Tensor, sentences: Tensor, state: ConstraintState) -> None:
+        lengths = self.lengths[sentences]
+        rows, slots = (self.negative[sentences] & (state.progress == lengths - 1)).nonzero(as_tuple=True)
+        if rows.numel():
+            scores[rows, self.phrases[sentences[rows], slots, lengths[rows, slots] - 1]] = NEG_INF
+
+    def _follow_prefix(self, scores: Tensor, sentences: Tensor, position: Tensor, free: Tensor) -> None:
+        forced_len = self.forced_len[sentences]
+        forced = (free & (position < forced_len)).nonzero().squeeze(1)
+        if forced.numel():
+            tokens = self.forced[sentences[forced], position[forced]]
+            kept = scores[forced, tokens]
+            scores[forced] = NEG_INF
+            scores[forced, tokens] = kept
+        offset = position - forced_len
+        partial = (free & (offset >= 0) & (offset < self.partial_len[sentences])).nonzero().squeeze(1)
+        if partial.numel():
+            reached = self.partial_next[self.partial_base[sentences[partial]] + offset[partial]]  # (R', W)
+            allowed = torch.zeros(partial.numel(), scores.size(1), dtype=torch.bool, device=scores.device)
+            allowed[:, : reached.size(1)] = reached >= 0
+            scores[partial] = scores[partial].masked_fill(~allowed, NEG_INF)
+
+    def advance(self, state: ConstraintState, rows: Tensor, tokens: Tensor, sentences: Tensor) -> ConstraintState:
+        """The state after each of rows (N,) emits its token (N,); sentences (N,) are the rows' sentences."""
+        glued = torch.zeros_like(tokens, dtype=torch.bool) if self.glued is None else self.glued[tokens]
+        progress = advance_phrases(self.phrases, self.lengths, self.transitions, self.open_ends, sentences,
+                                   state.progress[rows], tokens, glued)
+        return ConstraintState(progress, self._advance_prefix(state.prefix[rows], tokens, sentences))
+
+    def _advance_prefix(self, position: Tensor, tokens: Tensor, sentences: Tensor) -> Tensor:
+        forced_len = self.forced_len[sentences]
+        following = position + (position < forced_len).long()
+        offset = position - forced_len
+        partial = ((offset >= 0) & (offset < self.partial_len[sentences])).nonzero().squeeze(1)
+        if partial.numel():
+            table = self.partial_next[self.partial_base[sentences[partial]] + offset[partial]]  # (R', W)
+            known = tokens[partial] < table.size(1)
+            reached = table.gather(1, tokens[partial].clamp(max=table.size(1) - 1).unsqueeze(1)).squeeze(1).long()
+            reached = torch.where(known & (reached >= 0), reached, offset[partial])  # a ruled-out piece: no move
+            following[partial] = forced_len[partial] + reached
+        return torch.where(tokens == EOS, position, following)
+
+    def choose(self, candidates: Tensor, sentences: Tensor, state: ConstraintState) -> Choice:
+        """One step of constrained beam search over candidates (n, K, V), already `restrict`ed: EOS candidates
+        that `allocate` ranks within the first K finish; the first K others that it ranks go on."""
+        n, beam_size, vocab = candidates.shape
+        flat = candidates.view(n, beam_size * vocab)
+        ids = self._candidate_ids(flat, sentences, state, beam_size, vocab)  # (n, M)
+        scores = flat.gather(1, ids).masked_fill(repeated(ids), NEG_INF)
+        width = ids.size(1)
+        rows = (torch.arange(n, device=ids.device).unsqueeze(1) * beam_size + ids // vocab).view(-1)
+        tokens = (ids % vocab).view(-1)
+        row_sentences = sentences.repeat_interleave(width)
+        following = self.advance(state, rows, tokens, row_sentences)  # (n*M) candidates
+        met_tokens = following.progress.minimum(self.lengths[row_sentences]) * ~self.negative[row_sentences]
+        banks = met_tokens.sum(dim=1).view(n, width)
+        totals, eos = self.totals[sentences], tokens.view(n, width) == EOS
+        first = allocate(scores, banks, totals, beam_size)
+        met = self.complete(row_sentences, following).view(n, width).gather(1, first)
+        going_scores = scores.masked_fill(eos, NEG_INF)
+        going = allocate(going_scores, banks, totals, beam_size)
+        chosen = (torch.arange(n, device=ids.device).unsqueeze(1) * width + going).view(-1)
+        return Choice(scores.gather(1, first).masked_fill(~eos.gather(1, first), NEG_INF), ids.gather(1, first),
+                      going_scores.gather(1, going), ids.gather(1, going), met, following.take(chosen))
+
+    def _candidate_ids(self, flat: Tensor, sentences: Tensor, state: ConstraintState, beam_size: int,
+                       vocab: int) -> Tensor:
+        """The 2K best continuations, each beam's best token, each beam's next token of every unmet positive phrase,
+        and its best token that ends the word of a phrase matched in full (the best token where there is none), as
+        ids into the K*V candidates: (n, 4K + K*P)."""
+        n = flat.size(0)
+        best = flat.view(n, beam_size, vocab).argmax(dim=-1)  # (n, K)
+        beam_starts = torch.arange(beam_size, device=flat.device) * vocab
+        row_sentences = sentences.repeat_interleave(beam_size)
+        wanted = self._next_tokens(row_sentences, state)  # (n*K, P)
+        wanted = torch.where(wanted >= 0, wanted, best.view(-1, 1)).view(n, beam_size, -1)
+        ending = self._best_word_ends(flat.view(n * beam_size, vocab), row_sentences, state, best.view(-1))
+        top = flat.topk(min(2 * beam_size, flat.size(1)), dim=1).indices
+        return torch.cat([top, beam_starts + best, (beam_starts.view(1, -1, 1) + wanted).view(n, -1),
+                          beam_starts + ending.view(n, beam_size)], dim=1)
+
+    def _best_word_ends(self, scores: Tensor, sentences: Tensor, state: ConstraintState, best: Tensor) -> Tensor:
+        """(R,) each row's best token that is not glued to the word before it, where a phrase matched in full waits
+        for one (the model may prefer to go on with the word); `best` elsewhere."""
+        if self.glued is None:
+            return best
+        pending = ((state.progress == self.lengths[sentences]) & self.open_ends[sentences]).any(dim=1)
+        rows = pending.nonzero().squeeze(1)
+        if not rows.numel():
+            return best
+        return best.index_put((rows,), scores[rows].masked_fill(self.glued, NEG_INF).argmax(dim=-1))
+
+    def _next_tokens(self, sentences: Tensor, state: ConstraintState) -> Tensor:
+        """(R, P) the token that takes each unmet positive phrase one further, -1 for the others."""
+        slots = torch.arange(self.phrases.size(1), device=sentences.device)
+        unmet = ~self.negative[sentences] & (state.progress < self.lengths[sentences])
+        tokens = self.phrases[sentences.unsqueeze(1), slots, state.progress.clamp(max=self.phrases.size(2) - 1)]
+        return torch.where(unmet, tokens, -1)
+
+
+def _partial_table(lines: Sequence[Constraints]) -> Tensor:
+    """(G, W) for every byte offset into every line's partial word (G in all, in line order): the offset each piece
+    leads to, -1 for a piece that does not agree with the bytes left; W is one more than the largest such piece."""
+    moves = [(offset, tokens, written) for line in lines for offset, (tokens, written) in enumerate(line.partial)]
+    width = 1 + max((int(tokens.max()) for _, tokens, _ in moves if tokens.numel()), default=0)
+    table = torch.full((len(moves), width), -1, dtype=torch.int16)
+    for state, (offset, tokens, written) in enumerate(moves):
+        table[state, tokens] = (offset + written).to(torch.int16)
+    return table
+
+
+class PieceTable:
+    """The bytes each piece of a subword model writes (▁ a space, <0xNN> the byte NN; control and unknown pieces
+    none), and which pieces may come next when some bytes are still to be written."""
+
+    def __init__(self, subword: Subword):
+        processor = subword.processor
+        self.by_surface: dict[bytes, list[int]] = {}
+        for index in range(processor.get_piece_size()):
+            if processor.is_control(index) or processor.is_unknown(index) or processor.is_unused(index):
+                continue
+            piece = processor.id_to_piece(index)
+            surface = bytes([int(piece[1:-1], 16)]) if processor.is_byte(index) else piece.replace("▁", " ").encode()
+            self.by_surface.setdefault(surface, []).append(index)
+        self.surfaces = sorted(self.by_surface)
+
+    def word_ends(self, vocab_size: int) -> WordEnds:
+        glued, open_ = torch.zeros(vocab_size, dtype=torch.bool), torch.zeros(vocab_size, dtype=torch.bool)
+        for surface, ids in self.by_surface.items():
+            text = surface.decode("utf-8", errors="ignore")  # a byte of a longer character: neither
+            if text:
+                glued[ids], open_[ids] = _inside_word(text[0]), _inside_word(text[-1])
+        return WordEnds(glued, open_)
+
+    @functools.lru_cache(maxsize=1024)  # noqa: B019 (one table per Translator, kept as long as it is)
+    def moves(self, rest: bytes) -> tuple[Tensor, Tensor]:
+        """(tokens, bytes written): the pieces that write a proper prefix of `rest`, and those that start with all
+        of `rest` (writing all of it, whatever they add)."""
+        tokens, written = [], []
+        for end in range(1, len(rest)):
+            for index in self.by_surface.get(rest[:end], ()):
+                tokens.append(index)
+                written.append(end)
+        position = bisect.bisect_left(self.surfaces, rest)
+        while position < len(self.surfaces) and self.surfaces[position].startswith(rest):
+            tokens.extend(self.by_surface[self.surfaces[position]])
+            written.extend([len(rest)] * len(self.by_surface[self.surfaces[position]]))
+            position += 1
+        return torch.tensor(tokens, dtype=torch.long), torch.tensor(written, dtype=torch.long)
+
+
+def completable(moves: list[tuple[Tensor, Tensor]]) -> tuple[tuple[Tensor, Tensor], ...]:
+    """Keep only the moves through a partial word (per byte offset: tokens, bytes written) that lead to an offset
+    from which the word can still be finished: "▁the" writes the start of " then", but a word vocabulary has no
+    piece that goes on with "n"."""
+    finishable = [False] * len(moves) + [True]
+    kept: list[tuple[Tensor, Tensor]] = [(torch.zeros(0, dtype=torch.long),) * 2] * len(moves)
+    for offset in reversed(range(len(moves))):
+        tokens, written = moves[offset]
+        leads = torch.tensor([finishable[offset + count] for count in written.tolist()], dtype=torch.bool)
+        kept[offset] = (tokens[leads], written[leads])
+        finishable[offset] = bool(leads.any())
+    return tuple(kept)
+
+
+def _inside_word(character: str) -> bool:
+    """A letter or digit of a script written with spaces, where the next letter goes on with the same word."""
+    return character.isalnum() and not re.fullmatch(f"[{UNSPACED}]", character)
+
+
+def split_prefix(text: str) -> tuple[str, str, str]:
+    """(its complete words, the spaces before its last word, its last word): "I went to Th" -> ("I went to", " ",
+    "Th"). A prefix that ends in spaces ends with a complete word: "I went " -> ("I went", " ", "")."""
+    words = text.rstrip(" ")
+    if len(words) < len(text):
+        return words, text[len(words):], ""
+    start = words.rfind(" ") + 1
+    head = words[:start].rstrip(" ")
+    return head, words[len(head):start], words[start:]
+
+
+class ConstraintEncoder:
+    """Target-language text -> `Constraints`, with the target subword model."""
+
+    def __init__(self, subword: Subword):
+        self.subword = subword
+        self.pieces = PieceTable(subword)
+        normalizer = sentencepiece_model_pb2.ModelProto.FromString(subword.proto).normalizer_spec
+        self.dummy_prefix, self.collapses_spaces = normalizer.add_dummy_prefix, normalizer.remove_extra_whitespaces
+        self.word_ends = self.pieces.word_ends(subword.vocab_size)
+
+    def encode(self, positive: Sequence[str] = (), negative: Sequence[str] = (), prefix: str = "") -> Constraints:
+        forced, partial = self.prefix(prefix) if prefix else ((), ())
+        return Constraints(tuple(self.phrase(text) for text in positive), tuple(self.phrase(text) for text in negative),
+                           forced, partial)
+
+    def phrase(self, text: str) -> tuple[int, ...]:
+        """The pieces of `text` as a sentence writes it after a space. nmtkit's SentencePiece models add a dummy
+        prefix (a space) to a sentence, so a phrase encoded alone gets exactly those pieces, under every
+        normalization rule and model type (encoding " text" and dropping a leading "▁" piece would not: a unigram
+        model may write "▁" as a piece of its own before "P a u l", and the NFKC rules drop leading spaces)."""
+        if not self.dummy_prefix:
+            raise NmtkitError("constraints need a subword model that adds SentencePiece's dummy prefix (nmtkit's do)")
+        return tuple(self.subword.encode([text.strip()])[0])
+
+    def prefix(self, text: str) -> tuple[tuple[int, ...], tuple[tuple[Tensor, Tensor], ...]]:
+        """The pieces of the prefix's complete words as a sentence starts with them, and the moves through the
+        bytes of its last word (`Constraints.partial`), which the output may go on ("Th" -> "The", "Then")."""
+        head, spaces, word = split_prefix(text)
+        forced = tuple(self.subword.encode([head])[0]) if head else ()
+        if self.collapses_spaces:  # the NFKC rules drop leading spaces and squeeze the others into one
+            spaces = " " if head and spaces else ""
+        rest = (" " if self.dummy_prefix and not head else "").encode() + (spaces.encode() + self._normalized(word))
+        return forced, completable([self.pieces.moves(rest[offset:]) for offset in range(len(rest))])
+
+    def _normalized(self, word: str) -> bytes:
+        """The word as the subword model's normalization rule writes it (unchanged under `identity`)."""
+        if not word:
+            return b""
+        normalized = self.subword.processor.normalize(word)
+        if self.dummy_prefix:
+            normalized = normalized.removeprefix("▁")
+        return normalized.replace("▁", " ").encode()

@@ -1,0 +1,268 @@
+"""Translating with an exported CTranslate2 directory (`nmtkit export`): reading it, and searching as nmtkit does.
+
+nmtkit keeps its own subword models, batching and output format (`nmtkit.translate.ExportedTranslator`); only the
+search of each batch runs in CTranslate2, with options chosen so that it finds what `nmtkit.search` finds:
+- beam search keeps the K best of 2K candidates per step in both; EOS candidates ranked within the top K finish.
+  A sentence ends with K finished hypotheses, ranked by log P(Y|X) / lp(|Y|) with |Y| counting the EOS
+  (`return_end_token`): `average` is CTranslate2's length_penalty 1, `sockeye` with beta 0 is length_penalty
+  alpha, and `none` is a length penalty too small to change a score (CTranslate2 ends a search with length
+  penalty 0 once its best candidate is EOS, nmtkit once it has K hypotheses). `gnmt`, `sockeye` with beta != 0,
+  a word penalty and --stop-finished have no CTranslate2 counterpart and are refused.
+- the length limit a * |X| + b (EOS included) is nmtkit's own (`max_lengths`), per sentence: sentences are sent to
+  CTranslate2 in groups of one limit. nmtkit ends a hypothesis that reaches its limit with a forced EOS, which
+  CTranslate2 cannot do: it cuts the hypothesis one token earlier instead, and the EOS and its log-probability are
+  added afterwards (`score_batch`); a beam search that reached the limit is run again to see every hypothesis it
+  finished, and keeps those nmtkit's beam has room for (`finished_at_limit`, `nmtkit_room`).
+- greedy search sums log-probabilities without length normalization, as nmtkit's. Scores that CTranslate2 computes
+  otherwise (a minimum length renormalizes each step without EOS, sampling scores the temperature-scaled
+  distribution) are computed again. Sampling draws from the same distribution with CTranslate2's random numbers
+  (seeded by --seed), so its samples are not nmtkit's.
+So greedy search gives nmtkit's tokens and scores, and beam search nmtkit's best hypothesis, except where the two
+searches cannot be made alike: below the best, an n-best list can differ when more hypotheses finish in a
+sentence's last step than nmtkit's beam has room for (nmtkit keeps the best of them, CTranslate2 all, and then its
+K best overall); with a minimum length, the renormalized steps can rank beams otherwise; a beam that reaches the
+length limit continues in nmtkit from the K best non-EOS of 2K candidates, in CTranslate2 from those within the top
+K (they differ when an EOS is among the top K one step before the limit); and with --coverage-penalty, a
+hypothesis cut at the limit keeps CTranslate2's score, whose coverage lacks the EOS step.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from dataclasses import dataclass, field
+from itertools import groupby
+from pathlib import Path
+
+from nmtkit.config import Config, DecodeConfig
+from nmtkit.data.dataset import encode_sources
+from nmtkit.data.subword import EOS, Subword
+from nmtkit.errors import NmtkitError
+from nmtkit.run_config import build_config
+from nmtkit.search import Hypothesis, LengthPenalty, max_lengths
+
+MANIFEST, MANIFEST_FORMAT = "nmtkit.json", 1
+SOURCE_SUBWORD, TARGET_SUBWORD = "source.spm", "target.spm"
+# CTranslate2 divides by |Y|^length_penalty and, with a length penalty of exactly 0, stops a sentence as soon as
+# its best candidate is EOS. |Y|^1e-30 is exactly 1.0 in float arithmetic, so this ranks as `none` and stops as
+# nmtkit does, with K finished hypotheses.
+NO_LENGTH_PENALTY = 1e-30
+
+
+@dataclass
+class ExportedModel:
+    """What an exported directory holds besides CTranslate2's own files (see `nmtkit.export`)."""
+
+    directory: Path
+    config: Config
+    src_subword: Subword
+    tgt_subword: Subword
+    langs: tuple[str | None, str | None]
+    quantization: str
+    tags: dict[str, int] = field(default_factory=dict)  # a multilingual model's target languages and their tag ids
+
+
+def is_exported(path: Path) -> bool:
+    return path.is_dir() and (path / MANIFEST).is_file()
+
+
+def load_exported(directory: Path) -> ExportedModel:
+    """Read an exported directory's nmtkit.json and subword model(s); a foreign directory is a one-line error."""
+    if not is_exported(directory):
+        raise NmtkitError(f"{directory} is not a model exported by nmtkit export (it has no {MANIFEST})")
+    try:
+        info = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+        if info.get("format") != MANIFEST_FORMAT:
+            raise NmtkitError(f"{directory / MANIFEST} has format {info.get('format')}; this nmtkit reads format "
+                              f"{MANIFEST_FORMAT}: export the checkpoint again")
+        src_subword = Subword((directory / info["subword"]["src"]).read_bytes())
+        joint = info["subword"]["joint"]
+        tgt_subword = src_subword if joint else Subword((directory / info["subword"]["tgt"]).read_bytes())
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise NmtkitError(f"{directory} is a damaged export ({type(error).__name__}: {error}); export it again") \
+            from error
+    langs = info.get("langs") or {}
+    return ExportedModel(directory, build_config(info["config"]), src_subword, tgt_subword,
+                         (langs.get("src"), langs.get("tgt")), info.get("quantization", "?"), langs.get("tags") or {})
+
+
+def ct2_length_penalty(decode: DecodeConfig) -> float:
+    """CTranslate2's length_penalty for nmtkit's beam-search ranking, or an error for one it has not."""
+    if decode.word_penalty:
+        raise NmtkitError("CTranslate2 has no word penalty; translate with the checkpoint for --word-penalty")
+    if decode.length_penalty == "average":
+        return 1.0
+    if decode.length_penalty == "sockeye" and decode.beta == 0:
+        return decode.alpha
+    if decode.length_penalty == "none":
+        return NO_LENGTH_PENALTY
+    raise NmtkitError(f"CTranslate2 divides scores by |Y|^alpha only: --length-penalty {decode.length_penalty}"
+                      f"{' with --beta ' + str(decode.beta) if decode.length_penalty == 'sockeye' else ''} has no "
+                      "counterpart; use none, average or sockeye with --beta 0, or translate with the checkpoint")
+
+
+def search_options(decode: DecodeConfig) -> dict:
+    """translate_batch options that search as nmtkit's settings do (see the module docstring); errors for the
+    settings CTranslate2 cannot follow. The length limits are set per group of sentences (`CTranslate2Search`)."""
+    if decode.dtype != "float32":
+        raise NmtkitError("an exported model computes in the precision it was exported in; --fp16/--bf16 apply to "
+                          "checkpoints (export with --quantization float16 or bfloat16 instead)")
+    options = {"return_scores": True, "return_end_token": True, "max_input_length": 0}
+    if decode.sample:
+        return {**options, "beam_size": 1, "length_penalty": 0.0, "sampling_topk": decode.top_k,
+                "sampling_topp": decode.top_p, "sampling_temperature": decode.temperature}
+    if decode.beam == 1:
+        return {**options, "beam_size": 1, "length_penalty": 0.0}
+    if 0 < decode.stop_finished < decode.beam:
+        raise NmtkitError("CTranslate2 ends a sentence with beam-size hypotheses only; --stop-finished needs the "
+                          "checkpoint")
+    return {**options, "beam_size": decode.beam, "num_hypotheses": decode.beam,
+            "length_penalty": ct2_length_penalty(decode), "coverage_penalty": decode.coverage_penalty}
+
+
+def ct2_device(name: str) -> tuple[str, int]:
+    """nmtkit's --device (auto, cpu, cuda, cuda:N) as CTranslate2's device and device index."""
+    import ctranslate2
+
+    kind, _, index = name.partition(":")
+    if kind == "auto":
+        return ("cuda", 0) if ctranslate2.get_cuda_device_count() > 0 else ("cpu", 0)
+    if kind not in ("cpu", "cuda") or (index and not index.isdigit()):
+        raise NmtkitError(f"unknown device {name!r}; use auto, cpu, cuda or cuda:N")
+    if kind == "cuda" and ctranslate2.get_cuda_device_count() <= int(index or 0):
+        raise NmtkitError(f"device {name} requested but CTranslate2 sees {ctranslate2.get_cuda_device_count()} CUDA "
+                          "device(s); use --device cpu")
+    return kind, int(index or 0)
+
+
+class CTranslate2Search:
+    """Searches batches of subword ids with CTranslate2 and returns nmtkit Hypotheses (`nmtkit.search`)."""
+
+    def __init__(self, exported: ExportedModel, decode: DecodeConfig, device: str = "auto", threads: int = 0):
+        import ctranslate2
+
+        self.configure(decode)
+        self.max_source = exported.config.model.max_positions - 1  # EOS takes a position
+        src, tgt = exported.src_subword.processor, exported.tgt_subword.processor
+        self.src_pieces = [src.id_to_piece(index) for index in range(src.get_piece_size())]
+        self.tgt_ids = {tgt.id_to_piece(index): index for index in range(tgt.get_piece_size())}
+        self.eos_piece = tgt.id_to_piece(EOS)
+        self.device, index = ct2_device(device)
+        try:
+            self.translator = ctranslate2.Translator(str(exported.directory), device=self.device, device_index=index,
+                                                     intra_threads=threads if threads > 0 else os.cpu_count() or 1)
+        except (RuntimeError, ValueError) as error:
+            raise NmtkitError(f"CTranslate2 cannot load {exported.directory}: {error}") from error
+
+    def configure(self, decode: DecodeConfig) -> None:
+        import ctranslate2
+
+        self.options, self.decode = search_options(decode), decode
+        self.length_penalty = LengthPenalty(decode.length_penalty, decode.alpha, decode.beta)
+        if decode.sample:
+            ctranslate2.set_random_seed(decode.seed)
+
+    def with_decode(self, decode: DecodeConfig) -> CTranslate2Search:
+        """This search with other settings, on the same loaded model."""
+        variant = copy.copy(self)
+        variant.configure(decode)
+        return variant
+
+    @property
+    def beam_search(self) -> bool:
+        return self.options["beam_size"] > 1
+
+    def __call__(self, sources: list[list[int]]) -> list[list[Hypothesis]]:
+        """Up to `decode.nbest` hypotheses for each source (ids without EOS), best first."""
+        found: list[list[Hypothesis]] = [[] for _ in sources]
+        for rows, limit in self.groups(sources):
+            for row, hyps in zip(rows, self._search_group([sources[row] for row in rows], limit)):
+                found[row] = sorted(hyps, key=lambda hyp: hyp.score, reverse=True)[: self.decode.nbest]
+        return found
+
+    def groups(self, sources: list[list[int]]) -> list[tuple[list[int], int]]:
+        """The rows of `sources` that CTranslate2 searches in one call, with their length limit (EOS included,
+        nmtkit's `max_lengths`). With a coverage penalty each sentence is searched alone: CTranslate2 4.8 gives
+        the sentences after the first of a batch another sentence's attention history, and counts the attention
+        its padding positions get (about 1e-20: log coverage -46) in the penalty."""
+        _, src_mask = encode_sources(sources)
+        limits = max_lengths(src_mask, self.decode.max_len_a, self.decode.max_len_b, self.max_source).tolist()
+        if self.beam_search and self.decode.coverage_penalty > 0:
+            return [([row], limits[row]) for row in range(len(sources))]
+        order = sorted(range(len(sources)), key=lambda row: limits[row])
+        return [(list(rows), limit) for limit, rows in groupby(order, key=lambda row: limits[row])]
+
+    def _search_group(self, sources: list[list[int]], limit: int) -> list[list[Hypothesis]]:
+        """Sentences of one length limit. CTranslate2 stops one token short of it, where nmtkit forces the EOS: the
+        hypotheses cut there get that EOS afterwards (`_rescore`), as do all where CTranslate2's scores are not
+        nmtkit's (see `rescored`). A beam search that reached the limit is run again to see all it finished
+        (`finished_at_limit`), and `nmtkit_room` keeps what nmtkit's beam has room for."""
+        tokens = [[self.src_pieces[index] for index in ids] for ids in sources]
+        results = self._translate(tokens, limit)
+        if self.beam_search and limit > 1:
+            reached = [row for row, (hypotheses, _) in enumerate(results)
+                       if any(pieces[-1:] != [self.eos_piece] for pieces in hypotheses)]
+            for row, result in zip(reached, self.finished_at_limit([tokens[row] for row in reached], limit)):
+                results[row] = result
+        todo = [(row, rank) for row, (hypotheses, _) in enumerate(results) for rank, pieces in enumerate(hypotheses)
+                if self.rescored(pieces)]
+        log_probs = self._rescore([tokens[row] for row, _ in todo], [results[row][0][rank] for row, rank in todo])
+        rescored = dict(zip(todo, log_probs))
+        found = [[self._hypothesis(pieces, score, rescored.get((row, rank)))
+                  for rank, (pieces, score) in enumerate(zip(*result))] for row, result in enumerate(results)]
+        return [self.nmtkit_room(hyps) for hyps in found] if self.beam_search else found
+
+    def _translate(self, tokens: list[list[str]], limit: int, **options) -> list[tuple[list[list[str]], list]]:
+        """(hypotheses, scores) of each source; nmtkit ends a sentence of limit 1 with EOS at once."""
+        if limit <= 1:
+            return [([[]], [0.0]) for _ in tokens]
+        results = self.translator.translate_batch(
+            tokens, max_decoding_length=limit - 1, min_decoding_length=min(self.decode.min_len, limit - 1),
+            **{**self.options, **options})
+        return [(result.hypotheses, result.scores) for result in results]
+
+    def finished_at_limit(self, tokens: list[list[str]], limit: int) -> list[tuple[list[list[str]], list]]:
+        """Every hypothesis the beam search of these sentences finished. Each reached the length limit, so it had
+        fewer than K finished hypotheses before the last step, and CTranslate2 keeps the best K of those and the K
+        it cuts there by its own scores, which lack the EOS log-probability (a cut hypothesis that repeats itself
+        looks better than it is). With patience 2 (go on until 2K finished) the same search runs, as no sentence
+        gets K before the last step, and all of them, fewer than 2K, are returned."""
+        if not tokens:
+            return []
+        return self._translate(tokens, limit, patience=2.0, num_hypotheses=2 * self.options["beam_size"])
+
+    def nmtkit_room(self, hyps: list[Hypothesis]) -> list[Hypothesis]:
+        """The hypotheses nmtkit's beam keeps of those CTranslate2 finished for a sentence: they finish step by
+        step (a hypothesis' length is its last step), the better log-probability first within a step, until the
+        beam holds K (CTranslate2 keeps every hypothesis that ends in the step that fills it)."""
+        return sorted(hyps, key=lambda hyp: (len(hyp.tokens), -hyp.log_prob))[: self.options["beam_size"]]
+
+    def rescored(self, pieces: list[str]) -> bool:
+        """Whether a hypothesis' log-probability is computed again: one cut at the length limit lacks the EOS
+        nmtkit forces there; with a minimum length CTranslate2 renormalizes each step's probabilities without EOS,
+        and when sampling it scores tokens by the temperature-scaled distribution, which nmtkit does not; with a
+        coverage penalty its score is not a log-probability."""
+        return (pieces[-1:] != [self.eos_piece] or self.decode.min_len > 0 or self.decode.sample
+                or self.decode.coverage_penalty > 0)
+
+    def _rescore(self, sources: list[list[str]], targets: list[list[str]]) -> list[float]:
+        """log P(targets + EOS | sources), teacher-forced by CTranslate2 (which appends the EOS to a target that
+        has none)."""
+        if not sources:
+            return []
+        targets = [pieces[:-1] if pieces[-1:] == [self.eos_piece] else pieces for pieces in targets]
+        return [sum(result.log_probs) for result in self.translator.score_batch(sources, targets, max_input_length=0)]
+
+    def _hypothesis(self, pieces: list[str], score: float, log_prob: float | None) -> Hypothesis:
+        """nmtkit's Hypothesis for CTranslate2's `pieces` and `score`; `log_prob` when it was computed again, and
+        then a beam-search score of nmtkit's ranking (with a coverage penalty, CTranslate2's score is kept: the
+        coverage of a cut hypothesis lacks the EOS step)."""
+        pieces = pieces[:-1] if pieces[-1:] == [self.eos_piece] else pieces
+        if log_prob is None:  # ended with EOS: CTranslate2's score means what nmtkit's does
+            log_prob = score * self.length_penalty.divisor(len(pieces) + 1) if self.beam_search else score
+        elif not self.beam_search:
+            score = log_prob
+        elif not self.decode.coverage_penalty:
+            score = self.length_penalty(log_prob, len(pieces) + 1)
+        return Hypothesis([self.tgt_ids[piece] for piece in pieces], score, log_prob)

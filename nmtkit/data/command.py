@@ -1,0 +1,26 @@
+"""The prepare command's one library call: a data directory from one language pair's files, from a list of pairs
+(a multilingual model, `nmtkit.data.multilingual`), or encoded with an existing vocabulary (fine-tuning)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nmtkit.config import DataConfig
+from nmtkit.data.multilingual import prepare_multilingual, read_pairs
+from nmtkit.data.prepare import SplitFiles, prepare_data
+from nmtkit.errors import NmtkitError
+from nmtkit.finetune import vocabulary_of
+
+
+def prepare_command(splits: dict[str, SplitFiles], out: Path, config: DataConfig, langs: tuple[str, str],
+                    overwrite: bool = False, pairs: Path | None = None, subword_model: Path | None = None) -> dict:
+    """Write the data directory `out` and return its manifest. `pairs` (a YAML list of language pairs) replaces
+    `splits`; `subword_model` (a checkpoint or a SentencePiece model) encodes with its vocabulary instead of
+    training one."""
+    if pairs is not None:
+        if splits or subword_model:
+            raise NmtkitError("--pairs lists every file of a multilingual data directory; it does not combine with "
+                              "--train-*/--dev-*/--test-* or --subword-model")
+        return prepare_multilingual(read_pairs(pairs), out, config, overwrite)
+    subwords = vocabulary_of(subword_model) if subword_model else None
+    return prepare_data(splits, out, config, langs, overwrite, subwords)

@@ -1,0 +1,196 @@
+"""Export an nmtkit Transformer to a CTranslate2 model directory through CTranslate2's spec API.
+
+The weights are written into `ctranslate2.specs.TransformerSpec` (as CTranslate2's own OpenNMT-py and fairseq
+converters fill it), then `validate()`, `optimize(quantization)` and `save(dir)`. The conventions that differ
+between nmtkit and other toolkits, and so break their converters, are settled here, not left to defaults:
+- positions: nmtkit adds sin on even and cos on odd dimensions from position 0 (`sinusoidal_table`, computed in
+  float64); the table nmtkit uses (or the learned one) is written into the spec as it is, for both stacks.
+- embeddings are scaled by sqrt(d_model) before the positions are added (`scale_embeddings`, CTranslate2's default).
+- layer norm epsilon: torch's 1e-5 (CTranslate2 defaults to 1e-6); post-norm layers have no final stack norm.
+- vocabulary: the SentencePiece pieces in nmtkit id order (pad 0 `<pad>`, unk 1 `<unk>`, bos 2 `<s>`, eos 3
+  `</s>`), so CTranslate2's ids are nmtkit's; `<unk>`, `<s>` and `</s>` are named as CTranslate2's specials.
+- decoder start token: `<s>` (BOS), as nmtkit's decoder starts.
+- source EOS: nmtkit appends EOS to every source; `add_source_eos` has CTranslate2 append `</s>` too, so anyone
+  running the directory with CTranslate2 alone feeds the model the sequence it was trained on.
+- output layer: nmtkit's has no bias, tied to the target embedding or not; attention for the coverage penalty is
+  the last decoder layer's averaged over all heads (`alignment_heads=0`), as nmtkit's.
+
+The directory also holds the SentencePiece model(s) and `nmtkit.json` (config, languages, decode defaults), so it
+alone is enough to translate (`nmtkit.ct2`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from torch import Tensor, nn
+
+from nmtkit.checkpoint import LoadedModel, load_checkpoint, restore_model
+from nmtkit.config import to_dict
+from nmtkit.ct2 import MANIFEST, MANIFEST_FORMAT, SOURCE_SUBWORD, TARGET_SUBWORD
+from nmtkit.data.subword import BOS, EOS, UNK, Subword
+from nmtkit.errors import NmtkitError
+from nmtkit.models.transformer import DecoderLayer, EncoderLayer, Transformer
+from nmtkit.version import __version__
+
+QUANTIZATIONS = ("float32", "int8", "int8_float32", "int8_float16", "int8_bfloat16", "float16", "bfloat16", "int16")
+LAYER_NORM_EPSILON = 1e-5  # torch.nn.LayerNorm's default, which every nmtkit layer norm uses
+
+
+def numpy(tensor: Tensor) -> np.ndarray:
+    return tensor.detach().float().cpu().numpy()
+
+
+def set_linear(spec, *layers: nn.Linear) -> None:
+    """One CTranslate2 linear layer; several nmtkit layers are stacked along the output rows (fused Q/K/V)."""
+    spec.weight = np.concatenate([numpy(layer.weight) for layer in layers])
+    if layers[0].bias is not None:
+        spec.bias = np.concatenate([numpy(layer.bias) for layer in layers])
+
+
+def set_layer_norm(spec, norm: nn.LayerNorm) -> None:
+    spec.gamma, spec.beta = numpy(norm.weight), numpy(norm.bias)
+
+
+def set_self_attention(spec, attention, norm: nn.LayerNorm) -> None:
+    set_linear(spec.linear[0], attention.query, attention.key, attention.value)
+    set_linear(spec.linear[1], attention.out)
+    set_layer_norm(spec.layer_norm, norm)
+
+
+def set_feed_forward(spec, feed_forward, norm: nn.LayerNorm) -> None:
+    set_linear(spec.linear_0, feed_forward.inner)
+    set_linear(spec.linear_1, feed_forward.outer)
+    set_layer_norm(spec.layer_norm, norm)
+
+
+def set_encoder_layer(spec, layer: EncoderLayer) -> None:
+    set_self_attention(spec.self_attention, layer.attention, layer.attention_block.norm)
+    set_feed_forward(spec.ffn, layer.feed_forward, layer.feed_forward_block.norm)
+
+
+def set_decoder_layer(spec, layer: DecoderLayer) -> None:
+    set_self_attention(spec.self_attention, layer.self_attention, layer.blocks[0].norm)
+    cross = layer.cross_attention
+    set_linear(spec.attention.linear[0], cross.query)
+    set_linear(spec.attention.linear[1], cross.key, cross.value)
+    set_linear(spec.attention.linear[2], cross.out)
+    set_layer_norm(spec.attention.layer_norm, layer.blocks[1].norm)
+    set_feed_forward(spec.ffn, layer.feed_forward, layer.blocks[2].norm)
+
+
+def check_exportable(model: nn.Module) -> None:
+    if not isinstance(model, Transformer):
+        name = getattr(getattr(model, "config", None), "name", type(model).__name__)
+        raise NmtkitError(f"CTranslate2 runs Transformers only; the {name!r} model cannot be exported "
+                          "(translate it with its checkpoint)")
+
+
+def transformer_spec(model: Transformer):
+    """The CTranslate2 TransformerSpec of an nmtkit Transformer, weights set (vocabularies not yet registered)."""
+    from ctranslate2.specs import common_spec, transformer_spec
+
+    config = model.config
+    activation = {"relu": common_spec.Activation.RELU, "gelu": common_spec.Activation.GELU}[config.activation]
+    spec = transformer_spec.TransformerSpec.from_config(
+        (config.encoder_layers, config.decoder_layers), config.heads, pre_norm=config.norm == "pre",
+        activation=activation, alignment_layer=-1, alignment_heads=0)
+    positions = numpy(model.positions.table)  # (max_positions, D): the exact table nmtkit adds
+    spec.encoder.embeddings[0].weight = numpy(model.src_embed.weight)
+    spec.encoder.position_encodings.encodings = positions
+    spec.decoder.embeddings.weight = numpy(model.tgt_embed.weight)
+    spec.decoder.position_encodings.encodings = positions
+    spec.decoder.projection.weight = numpy(model.output.weight)
+    if config.norm == "pre":
+        set_layer_norm(spec.encoder.layer_norm, model.encoder_norm)
+        set_layer_norm(spec.decoder.layer_norm, model.decoder_norm)
+    for layer_spec, layer in zip(spec.encoder.layer, model.encoder):
+        set_encoder_layer(layer_spec, layer)
+    for layer_spec, layer in zip(spec.decoder.layer, model.decoder):
+        set_decoder_layer(layer_spec, layer)
+    return spec
+
+
+def vocabulary(subword: Subword) -> list[str]:
+    """The pieces in nmtkit id order: CTranslate2 looks tokens up by name, so its ids become nmtkit's."""
+    pieces = [subword.processor.id_to_piece(index) for index in range(subword.vocab_size)]
+    if len(set(pieces)) != len(pieces):
+        raise NmtkitError("the SentencePiece model has two pieces spelled alike; CTranslate2 looks tokens up by name")
+    return pieces
+
+
+def model_spec(loaded: LoadedModel):
+    """The complete spec: weights, vocabularies and the special-token conventions (see the module docstring)."""
+    check_exportable(loaded.model)
+    spec = transformer_spec(loaded.model)
+    source, target = vocabulary(loaded.src_subword), vocabulary(loaded.tgt_subword)
+    spec.register_source_vocabulary(source)
+    spec.register_target_vocabulary(target)
+    spec.config.unk_token, spec.config.bos_token, spec.config.eos_token = target[UNK], target[BOS], target[EOS]
+    spec.config.decoder_start_token = target[BOS]
+    spec.config.add_source_eos = True
+    spec.config.layer_norm_epsilon = LAYER_NORM_EPSILON
+    if (source[UNK], source[EOS]) != (target[UNK], target[EOS]):
+        raise NmtkitError("the source and target SentencePiece models name <unk> or </s> differently")
+    return spec
+
+
+def manifest(loaded: LoadedModel, quantization: str) -> dict:
+    import ctranslate2
+
+    joint = loaded.src_subword is loaded.tgt_subword
+    return {"format": MANIFEST_FORMAT, "nmtkit_version": __version__, "ctranslate2_version": ctranslate2.__version__,
+            "quantization": quantization, "config": to_dict(loaded.config),
+            "subword": {"src": SOURCE_SUBWORD, "tgt": SOURCE_SUBWORD if joint else TARGET_SUBWORD, "joint": joint},
+            "langs": {"src": loaded.langs[0], "tgt": loaded.langs[1], "tags": dict(loaded.tags)}}
+
+
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_directory(loaded: LoadedModel, out: Path, quantization: str) -> None:
+    """Write the spec, the subword model(s) and nmtkit.json into a fresh sibling of `out`, then rename it: an
+    interrupted export leaves no half-written model directory behind."""
+    spec = model_spec(loaded)
+    spec.validate()
+    spec.optimize(quantization=quantization)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        spec.save(str(staging))
+        info = manifest(loaded, quantization)
+        (staging / SOURCE_SUBWORD).write_bytes(loaded.src_subword.proto)
+        if not info["subword"]["joint"]:
+            (staging / TARGET_SUBWORD).write_bytes(loaded.tgt_subword.proto)
+        (staging / MANIFEST).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+        staging.chmod(0o777 & ~current_umask())  # mkdtemp's 0700 would keep the model from other users
+        if out.exists():
+            out.rmdir()  # an empty directory (a non-empty one is refused in `export_model`)
+        staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def export_model(checkpoint: Path, out: Path, to: str = "ctranslate2", quantization: str = "float32") -> dict:
+    """Export checkpoint `checkpoint` (a Transformer) to the CTranslate2 directory `out`; returns a summary."""
+    import torch
+
+    if to != "ctranslate2":
+        raise NmtkitError(f"unknown export target {to!r}; nmtkit exports to ctranslate2")
+    if quantization not in QUANTIZATIONS:
+        raise NmtkitError(f"unknown quantization {quantization!r}; use one of {', '.join(QUANTIZATIONS)}")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise NmtkitError(f"{out} already exists and is not an empty directory; remove it or choose another --out")
+    loaded = restore_model(load_checkpoint(checkpoint), torch.device("cpu"))
+    write_directory(loaded, out, quantization)
+    size = sum(path.stat().st_size for path in out.iterdir())
+    return {"out": str(out), "quantization": quantization, "bytes": size}

@@ -1,0 +1,105 @@
+"""Input formats of `nmtkit translate` (`--input-format`): each input line is one request.
+
+- `text`: the line is the source sentence.
+- `tsv`: `source<TAB>phrase<TAB>phrase...` (the format of fairseq's `--constraints`): each field after the source
+  is a target-language word or phrase that the translation must contain.
+- `jsonl`: one JSON object per line, `{"text": source, "constraints": [phrase, ...], "negative": [phrase, ...],
+  "prefix": target prefix, "tgt_lang": language}`; every key but "text" may be left out (or null); other keys are
+  errors. `tgt_lang` chooses a multilingual model's target language for this line (default: `--tgt-lang`).
+
+A bad line is an error naming the input and the line (`<input>:<line>: ...`), never a guess.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from nmtkit.errors import NmtkitError
+
+KEYS = ("text", "constraints", "negative", "prefix", "tgt_lang")
+
+
+@dataclass(frozen=True)
+class Request:
+    """A line to translate and what its translation must (not) contain or start with, in target-language text."""
+
+    text: str
+    constraints: tuple[str, ...] = ()
+    negative: tuple[str, ...] = ()
+    prefix: str = ""
+    tgt_lang: str = ""  # a multilingual model's target language ("" = the translator's default)
+
+    @property
+    def constrained(self) -> bool:
+        return bool(self.constraints or self.negative or self.prefix)
+
+
+def _string(value: object, what: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{what} must be a string, not {json.dumps(value)}")
+    if "\n" in value or "\r" in value:
+        raise ValueError(f"{what} holds a line break; each output line is one input line")
+    return value
+
+
+def _phrase(value: object, what: str) -> str:
+    if not _string(value, what).strip():
+        raise ValueError(f"{what} is empty; a constraint is a word or phrase")
+    return value
+
+
+def _phrases(value: object, key: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ValueError(f'"{key}" must be a list of strings, not {json.dumps(value)}')
+    return tuple(_phrase(item, f'"{key}"[{index}]') for index, item in enumerate(value))
+
+
+def parse_text(line: str) -> Request:
+    return Request(line)
+
+
+def parse_tsv(line: str) -> Request:
+    text, *phrases = line.split("\t")
+    return Request(text, tuple(_phrase(phrase, f"field {index}") for index, phrase in enumerate(phrases, 2)))
+
+
+def parse_jsonl(line: str) -> Request:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"invalid JSON ({error.msg} at column {error.colno})") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"expected a JSON object such as {{\"text\": \"...\"}}, got {json.dumps(record)[:40]}")
+    unknown = sorted(set(record) - set(KEYS))
+    if unknown:
+        raise ValueError(f'unknown key "{unknown[0]}"; the keys are {", ".join(KEYS)}')
+    if "text" not in record:
+        raise ValueError('missing "text" (the source sentence)')
+    prefix, tgt_lang = record.get("prefix"), record.get("tgt_lang")
+    return Request(_string(record["text"], '"text"'), _phrases(record.get("constraints"), "constraints"),
+                   _phrases(record.get("negative"), "negative"), "" if prefix is None else _string(prefix, '"prefix"'),
+                   "" if tgt_lang is None else _string(tgt_lang, '"tgt_lang"'))
+
+
+PARSERS: dict[str, Callable[[str], Request]] = {"text": parse_text, "tsv": parse_tsv, "jsonl": parse_jsonl}
+
+
+def check_format(input_format: str) -> None:
+    if input_format not in PARSERS:
+        raise NmtkitError(f"unknown --input-format {input_format!r}; use one of {', '.join(PARSERS)}")
+
+
+def parse_requests(lines: list[str], input_format: str, source: str, first_line: int = 1) -> list[Request]:
+    """One request per line (newlines already stripped); a bad line is an NmtkitError `<source>:<line>: ...`."""
+    check_format(input_format)
+    parse, requests = PARSERS[input_format], []
+    for number, line in enumerate(lines, first_line):
+        try:
+            requests.append(parse(line))
+        except ValueError as error:
+            raise NmtkitError(f"{source}:{number}: {error}") from None
+    return requests

@@ -1,0 +1,411 @@
+"""Tests for nmtkit/constraints.py and constrained beam search: the search parts alone (phrase tracking, bank
+allocation), the search against exhaustive search on fixed-probability tables, invariants on random models of every
+registered architecture, and the text side (phrases and prefixes encoded with real SentencePiece models)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+import torch
+from devices import device_params
+from test_models import NAMES, encoded, make_model
+from test_search import EMPTY_FIRST, LENGTH_CASE, MISLEADING, PENALTIES, FixedDecoder, sources, table
+
+from nmtkit.config import DataConfig
+from nmtkit.constraints import (
+    ConstraintEncoder,
+    Constraints,
+    ConstraintState,
+    ConstraintTracker,
+    PieceTable,
+    WordEnds,
+    advance_phrases,
+    allocate,
+    completable,
+    constrained_limits,
+    phrase_transitions,
+    repeated,
+    split_prefix,
+)
+from nmtkit.data.subword import EOS, train_subword
+from nmtkit.search import LengthPenalty, beam_search, max_lengths
+
+# --- the parts ---
+
+
+def longest_match(phrase: list[int], output: list[int]) -> int:
+    """How much of `phrase` the output ends with, by brute force."""
+    return max(k for k in range(len(phrase) + 1) if k <= len(output) and output[len(output) - k:] == phrase[:k])
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_phrase_transitions_follow_the_longest_match(seed):
+    rng = random.Random(seed)
+    phrase = [rng.choice("ab") for _ in range(rng.randint(1, 6))]
+    table = phrase_transitions(phrase)
+    assert len(table) == len(phrase) + 1
+    for state in range(len(phrase) + 1):
+        for index, token in enumerate(phrase):  # the output so far ends with phrase[:state]
+            assert table[state][index] == longest_match(phrase, phrase[:state] + [token]), (phrase, state, index)
+
+
+def test_phrase_transitions_of_a_self_overlapping_phrase():
+    assert phrase_transitions([7, 7, 8]) == [[1, 1, 0], [2, 2, 0], [2, 2, 3], [1, 1, 0]]  # A A A B meets A A B
+
+
+def phrase_tables(*phrases: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One sentence's phrases, lengths and transitions, padded as ConstraintTracker pads them."""
+    longest = max(map(len, phrases))
+    table = torch.tensor([[*phrase, *[-1] * (longest - len(phrase))] for phrase in phrases]).unsqueeze(0)
+    transitions = torch.zeros(1, len(phrases), longest + 1, longest, dtype=torch.long)
+    for slot, phrase in enumerate(phrases):
+        transitions[0, slot, : len(phrase) + 1, : len(phrase)] = torch.tensor(phrase_transitions(phrase))
+    return table, torch.tensor([list(map(len, phrases))]), transitions
+
+
+def run_phrases(tokens: list[int], glued: set[int], open_ends: list[bool], *phrases: list[int]) -> list[list[int]]:
+    table, lengths, transitions = phrase_tables(*phrases)
+    progress, history = torch.zeros(1, len(phrases), dtype=torch.long), []
+    for token in tokens:
+        progress = advance_phrases(table, lengths, transitions, torch.tensor([open_ends]), torch.tensor([0]),
+                                   progress, torch.tensor([token]), torch.tensor([token in glued]))
+        history.append(progress[0].tolist())
+    return history
+
+
+def test_advance_phrases_tracks_each_phrase_and_keeps_met_ones():
+    # [4 5], [5 6], [4 4 5]: a full match (its length) is met for good (length + 1) by the next token
+    assert run_phrases([4, 4, 4, 5, 6, 9], set(), [False] * 3, [4, 5], [5, 6], [4, 4, 5]) == [
+        [1, 0, 1], [1, 0, 2], [1, 0, 2], [2, 1, 3], [3, 2, 4], [3, 3, 4]]
+
+
+def test_a_glued_token_undoes_a_match_that_ends_inside_a_word():
+    # 9 goes on with the word: [4] then 9 is no match of [4] ("Jew" + "s"); [4] then 5 is, and so is [6] then 9,
+    # as 6 does not end inside a word (a phrase that ends in punctuation)
+    assert run_phrases([4, 9, 4, 5], {9}, [True], [4]) == [[1], [0], [1], [2]]
+    assert run_phrases([6, 9], {9}, [False], [6]) == [[1], [2]]
+    # undone, the match falls back as Knuth-Morris-Pratt does: [4 4] then 4 still ends with [4 4] (pending again),
+    # then a glued 9 leaves nothing of it; a token that is not glued would have met it
+    assert run_phrases([4, 4, 4, 9], {4, 9}, [True], [4, 4]) == [[1], [2], [2], [0]]
+    assert run_phrases([4, 4, 4, 5], {4, 9}, [True], [4, 4]) == [[1], [2], [2], [3]]
+
+
+def test_allocate_takes_the_best_of_each_bank_in_turn():
+    scores = torch.tensor([[-1.0, -2.0, -3.0, -4.0, -5.0, float("-inf")]])
+    banks = torch.tensor([[0, 0, 1, 2, 2, 2]])
+    kept = allocate(scores, banks, torch.tensor([2]), count=5)
+    assert kept.tolist() == [[3, 2, 0, 4, 1]]  # bank 2's best, bank 1's, bank 0's, then the second bests
+    unconstrained = allocate(scores, torch.zeros_like(banks), torch.tensor([0]), count=6)
+    assert unconstrained.tolist() == [[0, 1, 2, 3, 4, 5]]  # no constraints: by score, -inf last
+
+
+def test_repeated_marks_later_copies():
+    assert repeated(torch.tensor([[3, 1, 3, 2, 1]])).tolist() == [[False, False, True, False, True]]
+
+
+def test_constrained_limits_make_room_up_to_the_cap():
+    lines = [None, Constraints(positive=((4, 5), (6,)), forced=(7,)), Constraints(positive=((4,) * 30,))]
+    assert constrained_limits(torch.tensor([3, 3, 3]), lines, cap=20).tolist() == [3, 5, 20]
+
+
+# --- against exhaustive search on fixed tables ---
+
+ORDINARY_VOCAB = 5  # tokens 0, 1, 2, 4 are ordinary in these tables; EOS is 3
+
+
+def contains(output: list[int], phrase: tuple[int, ...], glued: frozenset[int] = frozenset()) -> bool:
+    """Whether the output holds the phrase, not followed by a token in `glued` (one that goes on with its word)."""
+    ends = [start + len(phrase) for start in range(len(output) - len(phrase) + 1)
+            if tuple(output[start:start + len(phrase)]) == phrase]
+    return any(end == len(output) or output[end] not in glued for end in ends)
+
+
+def follows_prefix(output: list[int], constraints: Constraints) -> bool:
+    forced = list(constraints.forced)
+    if output[: len(forced)] != forced:
+        return False
+    offset, position = 0, len(forced)
+    while offset < len(constraints.partial):
+        tokens, written = constraints.partial[offset]
+        if position >= len(output) or output[position] not in tokens.tolist():
+            return False
+        offset += int(written[tokens.tolist().index(output[position])])
+        position += 1
+    return True
+
+
+def meets(output: list[int], constraints: Constraints, glued: frozenset[int] = frozenset()) -> bool:
+    return (all(contains(output, phrase, glued) for phrase in constraints.positive)
+            and not any(contains(output, phrase) for phrase in constraints.negative)
+            and follows_prefix(output, constraints))
+
+
+def moves(*pairs: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.tensor([token for token, _ in pairs]), torch.tensor([written for _, written in pairs])
+
+
+CASES = {
+    "one token": Constraints(positive=((1,),)),
+    "phrase": Constraints(positive=((2, 0),)),
+    "two phrases": Constraints(positive=((0, 1), (4,))),
+    "overlapping": Constraints(positive=((0, 1), (1, 2))),
+    "repeating": Constraints(positive=((4, 4, 2),)),
+    "negative": Constraints(positive=((1,),), negative=((0,), (2, 4))),
+    "forced": Constraints(positive=((2,),), forced=(4, 1)),
+    # a two-byte partial word: 0 writes one byte of it, 1 both; then 2 or 4 writes the second
+    "partial": Constraints(positive=((1,),), partial=(moves((0, 1), (1, 2)), moves((2, 1), (4, 1)))),
+}
+
+
+# token 1 goes on with the word before it; every token ends inside a word (a word piece), so [4] then 1 is no match
+GLUED = frozenset({1})
+WORD_ENDS = WordEnds(torch.tensor([token in GLUED for token in range(ORDINARY_VOCAB)]),
+                     torch.ones(ORDINARY_VOCAB, dtype=torch.bool))
+WHOLE_WORDS = {"whole word": Constraints(positive=((4,),)), "whole phrase": Constraints(positive=((0, 2), (4,))),
+               "whole, overlapping": Constraints(positive=((0, 4), (4, 0)))}
+
+
+def random_decoder(seed: int, steps: int) -> FixedDecoder:
+    generator = torch.Generator().manual_seed(seed)
+    return FixedDecoder(torch.softmax(torch.randn(steps, ORDINARY_VOCAB, ORDINARY_VOCAB, generator=generator) * 2,
+                                      dim=-1))
+
+
+@pytest.mark.parametrize("length_penalty", PENALTIES, ids=lambda penalty: f"{penalty.kind}-wp{penalty.word_penalty}")
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_wide_constrained_beam_finds_the_exhaustive_optimum(seed, case, length_penalty):
+    constraints, limit = CASES[case], 5  # outputs of at most 4 tokens, then EOS
+    model = random_decoder(seed, limit)
+    ordinary = [token for token in range(ORDINARY_VOCAB) if token != EOS]
+    outputs = [list(seq) for length in range(limit) for seq in itertools.product(ordinary, repeat=length)]
+    allowed = [output for output in outputs if meets(output, constraints)]
+    best_score, best_tokens = max((length_penalty(model.path_log_prob(seq), len(seq) + 1), seq) for seq in allowed)
+
+    # wider than the number of outputs: nothing is ever pruned
+    [hyps] = beam_search(model, *sources(1), torch.tensor([limit]), len(outputs), length_penalty,
+                         constraints=[constraints])
+    assert hyps[0].tokens == best_tokens
+    assert hyps[0].score == pytest.approx(best_score, abs=1e-5)
+    assert all(meets(hyp.tokens, constraints) and hyp.constraints_met for hyp in hyps)
+
+
+@pytest.mark.parametrize("length_penalty", PENALTIES[1:3], ids=lambda penalty: penalty.kind)
+@pytest.mark.parametrize("case", WHOLE_WORDS)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_wide_beam_finds_the_exhaustive_optimum_of_whole_words(seed, case, length_penalty):
+    constraints, limit = WHOLE_WORDS[case], 5
+    model = random_decoder(seed, limit)
+    ordinary = [token for token in range(ORDINARY_VOCAB) if token != EOS]
+    outputs = [list(seq) for length in range(limit) for seq in itertools.product(ordinary, repeat=length)]
+    allowed = [output for output in outputs if meets(output, constraints, GLUED)]
+    best_score, best_tokens = max((length_penalty(model.path_log_prob(seq), len(seq) + 1), seq) for seq in allowed)
+    [hyps] = beam_search(model, *sources(1), torch.tensor([limit]), len(outputs), length_penalty,
+                         constraints=[constraints], word_ends=WORD_ENDS)
+    assert hyps[0].tokens == best_tokens
+    assert hyps[0].score == pytest.approx(best_score, abs=1e-5)
+    assert all(meets(hyp.tokens, constraints, GLUED) for hyp in hyps)
+    assert any(not meets(output, constraints, GLUED) and meets(output, constraints) for output in outputs)
+
+
+def test_a_beam_offers_its_best_token_that_ends_the_word():
+    """Beam 0 has just written the phrase [4] and wants the glued 1 next; beam 1 cannot write 4. The only
+    candidate that keeps the phrase met is beam 0's best token that ends the word (0), far below the top 2K: the
+    step keeps it, in the top bank, beside the best of bank 0."""
+    tracker = ConstraintTracker([Constraints(((4,),))], torch.device("cpu"), WORD_ENDS)
+    state = ConstraintState(torch.tensor([[1], [0]]), torch.zeros(2, dtype=torch.long))
+    candidates = torch.tensor([[[-5.0, -0.1, -6.0, -7.0, -8.0], [-0.2, -0.25, -0.3, -9.0, float("-inf")]]])
+    tracker.restrict(candidates, torch.tensor([0]), state, torch.tensor([False]))
+    choice = tracker.choose(candidates, torch.tensor([0]), state)
+    assert choice.next_ids.tolist() == [[0 * 5 + 0, 0 * 5 + 1]]  # beam 0 then 0 (met), beam 0 then 1 (undone)
+    assert choice.next_state.progress.tolist() == [[2], [0]]
+    assert choice.next_scores[0].tolist() == pytest.approx([-5.0, -0.1])
+
+
+@pytest.mark.parametrize("word_ends", [None, WORD_ENDS], ids=["tokens", "whole-words"])
+@pytest.mark.parametrize("beam_size", [1, 2, 3, 5])
+@pytest.mark.parametrize("seed", range(4))
+def test_every_hypothesis_of_a_narrow_beam_meets_its_constraints(seed, beam_size, word_ends):
+    """A batch of sentences with different constraints (and one without), each searched as it would be alone."""
+    limit, glued = 7, GLUED if word_ends else frozenset()
+    model = random_decoder(seed, limit)
+    lines = [CASES["overlapping"], None, CASES["negative"], CASES["repeating"], CASES["partial"], CASES["forced"]]
+    found = beam_search(model, *sources(len(lines)), torch.tensor([limit] * len(lines)), beam_size,
+                        constraints=lines, word_ends=word_ends)
+    plain = beam_search(model, *sources(1), torch.tensor([limit]), beam_size)
+    for hyps, constraints in zip(found, lines):
+        assert hyps and all(hyp.constraints_met for hyp in hyps)
+        assert all(meets(hyp.tokens, constraints or Constraints(), glued) for hyp in hyps)
+        [alone] = beam_search(model, *sources(1), torch.tensor([limit]), beam_size, constraints=[constraints],
+                              word_ends=word_ends)
+        assert [hyp.tokens for hyp in hyps] == [hyp.tokens for hyp in alone]
+        assert [hyp.score for hyp in hyps] == pytest.approx([hyp.score for hyp in alone], abs=1e-6)
+        if constraints is None:
+            assert [hyp.tokens for hyp in hyps] == [hyp.tokens for hyp in plain[0]]
+
+
+TIES = table(5, {}, default=torch.full((6,), 1 / 6))  # every token equally likely at every step
+
+
+@pytest.mark.parametrize("probs", [MISLEADING, LENGTH_CASE, EMPTY_FIRST, TIES], ids=["misleading", "length",
+                                                                                  "empty-first", "ties"])
+@pytest.mark.parametrize("beam_size", [1, 2, 4])
+def test_an_unconstrained_line_is_searched_as_alone_even_among_ties(probs, beam_size):
+    """These tables have many equal probabilities: a line without constraints, batched with constrained lines,
+    gets plain search's hypotheses in plain search's order."""
+    model, limit = FixedDecoder(probs), torch.tensor([probs.size(0)] * 2)
+    for penalty in PENALTIES:
+        [plain] = beam_search(model, *sources(1), limit[:1], beam_size, penalty)
+        mixed = beam_search(model, *sources(2), limit, beam_size, penalty,
+                            constraints=[Constraints(positive=((5,),)), None])
+        assert [hyp.tokens for hyp in mixed[1]] == [hyp.tokens for hyp in plain]
+        assert [hyp.score for hyp in mixed[1]] == [hyp.score for hyp in plain]
+
+
+@pytest.mark.parametrize("constraints", [
+    Constraints(positive=((0, 1),), negative=((1,),)),  # contradicts itself
+    Constraints(positive=((0, 1, 2, 4),)),  # longer than the limit leaves room for
+], ids=["contradiction", "too-long"])
+def test_impossible_constraints_give_the_unconstrained_hypotheses(constraints):
+    model = random_decoder(0, 4)
+    [hyps] = beam_search(model, *sources(1), torch.tensor([4]), 3, constraints=[constraints])
+    [plain] = beam_search(model, *sources(1), torch.tensor([4]), 3)
+    assert [hyp.tokens for hyp in hyps] == [hyp.tokens for hyp in plain]
+    assert [hyp.score for hyp in hyps] == [hyp.score for hyp in plain]
+    assert not any(hyp.constraints_met for hyp in hyps)
+
+
+# --- random models ---
+
+def random_search_model(make_transformer):
+    return make_transformer(seed=0, tie_output=False, share_embeddings=False)
+
+
+@pytest.mark.parametrize("penalty", [LengthPenalty("average"), LengthPenalty("gnmt", alpha=0.6, coverage=0.3),
+                                     LengthPenalty("none")], ids=["average", "coverage", "none"])
+def test_no_constraints_is_plain_beam_search(make_transformer, source_batch, penalty):
+    model = random_search_model(make_transformer)
+    _, src, src_mask = source_batch
+    limit = max_lengths(src_mask, 1.5, 2)
+    plain = beam_search(model, src, src_mask, limit, 4, penalty)
+    mixed = beam_search(model, src, src_mask, limit, 4, penalty, constraints=[None, Constraints(), None])
+    for ours, theirs in zip(mixed, plain):
+        assert [hyp.tokens for hyp in ours] == [hyp.tokens for hyp in theirs]
+        assert [hyp.score for hyp in ours] == [hyp.score for hyp in theirs]
+    constrained = beam_search(model, src, src_mask, limit, 4, penalty,
+                              constraints=[None, Constraints(positive=((9, 10),)), None])  # constrained search
+    assert_meets(constrained[1], Constraints(positive=((9, 10),)))
+    for index in (0, 2):
+        assert [hyp.tokens for hyp in constrained[index]] == [hyp.tokens for hyp in plain[index]]
+        assert [hyp.score for hyp in constrained[index]] == pytest.approx([hyp.score for hyp in plain[index]],
+                                                                          abs=1e-5)
+
+
+LINES = [Constraints(positive=((7, 8), (9,))), None, Constraints(negative=((4,), (5, 6)), forced=(10,)),
+         Constraints(positive=((11, 11),), forced=(6, 7))]
+
+
+def assert_meets(hyps, constraints: Constraints | None) -> None:
+    assert hyps and all(hyp.constraints_met for hyp in hyps)
+    for hyp in hyps:
+        assert meets(hyp.tokens, constraints or Constraints()), hyp.tokens
+
+
+@pytest.mark.parametrize("device", device_params())
+@pytest.mark.parametrize("name", NAMES)
+def test_constrained_search_meets_the_constraints_with_every_model(name, device):
+    model = make_model(name, seed=3, device=device)
+    sentences = [[4, 5, 6], [7, 8, 9, 10, 11, 4], [5, 9, 11, 6, 12], [6, 6, 7]]
+    src, src_mask = encoded(sentences, device)
+    limit = constrained_limits(max_lengths(src_mask, 1.0, 2), LINES, 60)
+    found = beam_search(model, src, src_mask, limit, 3, LengthPenalty("average"), constraints=LINES)
+    for index, (hyps, constraints) in enumerate(zip(found, LINES)):
+        assert_meets(hyps, constraints)
+        alone = beam_search(model, *encoded([sentences[index]], device), limit[index : index + 1], 3,
+                            LengthPenalty("average"), constraints=[constraints])
+        assert [hyp.tokens for hyp in hyps] == [hyp.tokens for hyp in alone[0]]
+
+
+# --- text: phrases and prefixes with real SentencePiece models ---
+
+WORDS = ("The Then There they went to Jerusalem Jerusalén Paul Peter Pablo and the city of God Holy Ghost said "
+         "unto them Théophile über straße").split()
+
+
+@pytest.fixture(scope="module", params=[("bpe", "identity"), ("unigram", "identity"), ("unigram", "nmt_nfkc"),
+                                        ("bpe", "nmt_nfkc")], ids=lambda param: "-".join(param))
+def subword(request):
+    rng = random.Random(0)
+    lines = [" ".join(rng.choices(WORDS, k=rng.randint(3, 12))) for _ in range(400)]
+    kind, normalization = request.param
+    return train_subword(lines, DataConfig(subword=kind, vocab_size=120, normalization=normalization), 120)
+
+
+def test_a_phrase_gets_the_pieces_it_has_inside_a_sentence(subword):
+    encoder = ConstraintEncoder(subword)
+    for phrase in ("Paul", "Jerusalén", "Holy Ghost", "Théophile", "über"):
+        pieces = encoder.phrase(phrase)
+        assert pieces and subword.decode([list(pieces)])[0].strip() == phrase
+        for sentence in (f"and {phrase} went", f"{phrase} said", f"they went to {phrase}"):
+            assert contains(subword.encode([sentence])[0], pieces), (phrase, sentence)
+        assert encoder.phrase(f"  {phrase} ") == pieces
+
+
+def test_completable_drops_moves_into_dead_ends():
+    # three bytes: token 5 writes one, 6 two, 7 all three; from offset 1, 8 writes the other two (and 9 one, to
+    # offset 2); from offset 2 nothing goes on
+    kept = completable([moves((5, 1), (6, 2), (7, 3)), moves((8, 2), (9, 1)), moves()])
+    assert [(tokens.tolist(), written.tolist()) for tokens, written in kept] == [([5, 7], [1, 3]), ([8], [2]),
+                                                                                 ([], [])]
+
+
+def test_word_ends_of_a_subword_model(subword):
+    ends = ConstraintEncoder(subword).word_ends
+    processor = subword.processor
+    for piece in ("▁Paul", "▁the", "s", ",", "▁", "ß"):
+        if processor.piece_to_id(piece) == processor.unk_id():
+            continue  # this model has no such piece
+        index = processor.piece_to_id(piece)
+        assert bool(ends.glued[index]) == (piece in ("s", "ß")), piece  # goes on with the word before it
+        assert bool(ends.open[index]) == (piece not in (",", "▁")), piece  # a letter last
+    assert not ends.glued[EOS] and not ends.open[EOS]
+
+
+def test_split_prefix():
+    assert split_prefix("I went to Th") == ("I went to", " ", "Th")
+    assert split_prefix("I went ") == ("I went", " ", "")
+    assert split_prefix("Th") == ("", "", "Th")
+    assert split_prefix("  Th") == ("", "  ", "Th")
+    assert split_prefix("a  b") == ("a", "  ", "b")
+
+
+def test_piece_moves_agree_with_the_bytes_left(subword):
+    table = PieceTable(subword)
+    rest = b" Jer"
+    tokens, written = table.moves(rest)
+    assert tokens.numel() > 0
+    for token, count in zip(tokens.tolist(), written.tolist()):
+        surface = subword.processor.id_to_piece(token).replace("▁", " ").encode()
+        assert (surface == rest[:count] and count < len(rest)) or (surface.startswith(rest) and count == len(rest))
+
+
+@pytest.mark.parametrize("prefix", ["Th", "The", "Then they went to Jer", "Paul went ", "and the city of G", "Théo",
+                                    "Jerusal", "Jerusalé"])
+def test_a_prefix_that_ends_mid_word_starts_the_translation(subword, prefix, make_transformer):
+    encoder = ConstraintEncoder(subword)
+    vocab = subword.vocab_size
+    model = make_transformer(src_vocab=vocab, tgt_vocab=vocab, seed=1, tie_output=False)
+    constraints = encoder.encode(prefix=prefix)
+    src, src_mask = encoded([[5, 6, 7, 8]], "cpu")
+    limit = constrained_limits(max_lengths(src_mask, 1.5, 4), [constraints], 60)
+    [hyps] = beam_search(model, src, src_mask, limit, 3, constraints=[constraints])
+    assert_meets(hyps, constraints)
+    for text in subword.decode([hyp.tokens for hyp in hyps]):
+        if subword.settings["normalization"] == "identity":
+            assert text.startswith(prefix), (prefix, text)
+        else:  # NFKC rules write the prefix normalized and without its trailing space
+            assert text.startswith(prefix.rstrip()), (prefix, text)
+    complete = prefix.rstrip(" ") if prefix.endswith(" ") else prefix.rsplit(" ", 1)[0] if " " in prefix else ""
+    assert list(constraints.forced) == (subword.encode([complete])[0] if complete else [])

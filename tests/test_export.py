@@ -1,0 +1,329 @@
+"""nmtkit export -> CTranslate2: the exported directory translates as the PyTorch checkpoint does.
+
+Tiny Transformers are trained for a few seconds on a letter task (lower case -> upper case, so that separate
+vocabularies differ), one per architecture variant; their translations end with EOS as a real model's do, and the
+length-limit tests make them run into it. What `nmtkit.ct2` promises is checked as it is stated: greedy search
+equal in tokens and scores everywhere; beam search equal in its best hypothesis; n-best lists that can only be
+better below the best (CTranslate2 keeps every hypothesis that ends in a sentence's last step).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from letter_task import letter_lines, letter_task, train_tiny
+from typer.testing import CliRunner
+
+from nmtkit import Translator
+from nmtkit.checkpoint import load_checkpoint, make_payload, restore_model, save_atomic
+from nmtkit.cli import app
+from nmtkit.config import DecodeConfig, build_config
+from nmtkit.ct2 import NO_LENGTH_PENALTY, CTranslate2Search, load_exported, search_options
+from nmtkit.data.dataset import encode_sources
+from nmtkit.data.subword import EOS
+from nmtkit.errors import NmtkitError
+from nmtkit.export import export_model, model_spec
+from nmtkit.modules.embeddings import sinusoidal_table
+from nmtkit.registry import build_model
+from nmtkit.search import max_lengths
+
+LETTERS = "abcdefgh"
+ARCHITECTURES = [
+    pytest.param((True, {"norm": "pre"}), id="pre-norm-shared-tied"),
+    pytest.param((True, {"norm": "post"}), id="post-norm-shared-tied"),
+    pytest.param((False, {"norm": "pre", "tie_output": False}), id="pre-norm-separate-untied"),
+    pytest.param((False, {"norm": "post"}), id="post-norm-separate-tied"),
+    pytest.param((True, {"share_embeddings": False, "tie_output": False, "activation": "gelu",
+                         "positions": "learned"}), id="unshared-untied-gelu-learned"),
+]
+SEARCHES = [
+    pytest.param({"beam": 1}, id="greedy"),
+    pytest.param({"beam": 4}, id="beam-average"),
+    pytest.param({"beam": 5, "length_penalty": "none"}, id="beam-none"),
+    pytest.param({"beam": 3, "length_penalty": "sockeye", "alpha": 0.6}, id="beam-sockeye"),
+]
+
+
+def cli(*args: str, stdin: str | None = None):
+    """The command line, in-process (a subprocess per call would cost seconds of imports)."""
+    return CliRunner().invoke(app, ["--quiet", *args], input=stdin)
+
+
+def assert_error(result, needle: str) -> None:
+    """One `error:` line naming `needle`, a non-zero exit, no traceback."""
+    assert result.exit_code != 0
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and needle in errors[0], result.stderr
+
+
+@pytest.fixture(scope="module")
+def letter_data(tmp_path_factory) -> dict[bool, Path]:
+    return {joint: letter_task(tmp_path_factory.mktemp(f"letters-{joint}"), joint) for joint in (True, False)}
+
+
+@pytest.fixture(scope="module", params=ARCHITECTURES)
+def exported(request, letter_data, tmp_path_factory) -> tuple[Path, Path]:
+    """(checkpoint, float32 export) of one architecture variant."""
+    joint, model = request.param
+    root = tmp_path_factory.mktemp("run")
+    checkpoint = train_tiny(letter_data[joint], root / "run", **model)
+    export_model(checkpoint, root / "ct2")
+    return checkpoint, root / "ct2"
+
+
+@pytest.fixture(scope="module")
+def pre_norm(letter_data, tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("pre-norm")
+    checkpoint = train_tiny(letter_data[True], root / "run")
+    export_model(checkpoint, root / "ct2")
+    return checkpoint, root / "ct2"
+
+
+def both(models: tuple[Path, Path], lines: list[str], **decode) -> tuple[list, list]:
+    """translate_nbest of the checkpoint and of its export, with the same decode settings."""
+    checkpoint, directory = models
+    pytorch = Translator.load(checkpoint, device="cpu", **decode).translate_nbest(lines)
+    exported = Translator.load(directory, device="cpu", threads=1, **decode).translate_nbest(lines)
+    return pytorch, exported
+
+
+def assert_same_best(pytorch: list, exported: list, least: float = 1.0) -> None:
+    """The best hypotheses agree on at least `least` of the lines, with equal scores where they agree."""
+    same = [left[0][0] == right[0][0] for left, right in zip(pytorch, exported)]
+    assert sum(same) >= least * len(same), [(left[0], right[0]) for left, right in zip(pytorch, exported)
+                                            if left[0][0] != right[0][0]]
+    for agree, left, right in zip(same, pytorch, exported):
+        if agree:
+            assert right[0][1] == pytest.approx(left[0][1], abs=1e-4)
+
+
+def reached_limit(lines: list[str], outputs: list, translator, a: float, b: int) -> int:
+    """How many best outputs have the most tokens their line's length limit allows (their EOS forced)."""
+    _, src_mask = encode_sources(translator.loaded.src_subword.encode(lines))
+    limits = max_lengths(src_mask, a, b, translator.max_source).tolist()
+    lengths = [len(seq) for seq in translator.loaded.tgt_subword.encode([hyps[0][0] for hyps in outputs])]
+    return sum(length == limit - 1 for length, limit in zip(lengths, limits))
+
+
+@pytest.mark.parametrize("search", SEARCHES)
+def test_float32_export_translates_as_pytorch(exported, search):
+    lines = letter_lines(50, seed=7, longest=9) + ["", "a", "h h h h h h h h h h h"]
+    pytorch, ct2 = both(exported, lines, **search)
+    assert_same_best(pytorch, ct2)
+    assert ct2[-3] == [("", 0.0)]  # an empty line stays empty
+
+
+@pytest.mark.parametrize("decode", [{"beam": 4, "nbest": 4}, {"beam": 5, "nbest": 5, "length_penalty": "none"}])
+def test_nbest_lists_share_the_best_and_are_no_worse(pre_norm, decode):
+    """Below the best, CTranslate2 ranks a superset of nmtkit's finished hypotheses (those that ended in a
+    sentence's last step beyond the beam's room, and with `none` those found after nmtkit stopped), so its k-th
+    hypothesis scores at least nmtkit's k-th, and a hypothesis in both lists has one score."""
+    pytorch, ct2 = both(pre_norm, letter_lines(50, seed=8, longest=9), **decode)
+    assert_same_best(pytorch, ct2)
+    for left, right in zip(pytorch, ct2):
+        assert len(right) >= len(left)
+        assert all(theirs >= ours - 1e-4 for (_, ours), (_, theirs) in zip(left, right))
+        scores = dict(right)
+        assert all(scores[text] == pytest.approx(score, abs=1e-4) for text, score in left if text in scores)
+
+
+def test_greedy_search_at_the_length_limit_and_minimum_length_is_exact(pre_norm):
+    """nmtkit forces EOS at the limit, CTranslate2 cuts there and the EOS is added afterwards; with a minimum length
+    CTranslate2 renormalizes without EOS, and the scores are computed again: tokens and scores are nmtkit's."""
+    lines = letter_lines(40, seed=9, longest=9)
+    for decode in ({"max_len_a": 0.5, "max_len_b": 1}, {"min_len": 4}, {"min_len": 30, "max_len_a": 1.0}):
+        pytorch, ct2 = both(pre_norm, lines, beam=1, **decode)
+        assert [hyps[0][0] for hyps in ct2] == [hyps[0][0] for hyps in pytorch]
+        assert [hyps[0][1] for hyps in ct2] == pytest.approx([hyps[0][1] for hyps in pytorch], abs=1e-4)
+        if "max_len_b" in decode:  # the limit was reached: the case is tested
+            assert reached_limit(lines, ct2, Translator.load(pre_norm[1], **decode), 0.5, 1) >= 10
+
+
+@pytest.mark.parametrize("decode", [{"max_len_a": 0.5, "max_len_b": 1}, {"min_len": 4},
+                                    {"coverage_penalty": 0.3}, {"coverage_penalty": 0.2, "length_penalty": "none"}])
+def test_beam_search_with_limits_and_coverage_mostly_agrees(pre_norm, decode):
+    """The documented differences (see nmtkit.ct2) are rare: beams cut at the length limit, renormalized steps
+    under a minimum length, hypotheses the coverage penalty would rank first among those nmtkit has no room for."""
+    pytorch, ct2 = both(pre_norm, letter_lines(50, seed=10, longest=9), beam=4, **decode)
+    assert_same_best(pytorch, ct2, least=0.8)
+
+
+def test_coverage_penalty_searches_each_sentence_alone(pre_norm):
+    exported = load_exported(pre_norm[1])
+    plain = CTranslate2Search(exported, DecodeConfig(beam=4), "cpu", threads=1)
+    covered = plain.with_decode(DecodeConfig(beam=4, coverage_penalty=0.2))
+    sources = [[4, 5], [6, 7], [4, 5, 6, 7, 8]]
+    assert [len(rows) for rows, _ in covered.groups(sources)] == [1, 1, 1]
+    assert sorted(len(rows) for rows, _ in plain.groups(sources)) == [1, 2]  # one call per length limit
+
+
+def test_sampling_runs_in_ctranslate2_with_its_own_random_numbers(pre_norm):
+    lines = letter_lines(20, seed=11)
+    first = Translator.load(pre_norm[1], threads=1, sample=True, seed=5).translate_nbest(lines)
+    again = Translator.load(pre_norm[1], threads=1, sample=True, seed=5).translate_nbest(lines)
+    assert first == again
+    top_one = Translator.load(pre_norm[1], threads=1, sample=True, top_k=1).translate_nbest(lines)
+    pytorch, _ = both(pre_norm, lines, beam=1)
+    assert [hyps[0][0] for hyps in top_one] == [hyps[0][0] for hyps in pytorch]  # top-1 sampling is greedy
+    assert [hyps[0][1] for hyps in top_one] == pytest.approx([hyps[0][1] for hyps in pytorch], abs=1e-4)
+
+
+def test_int8_export_mostly_translates_as_float32(letter_data, tmp_path):
+    """int8 weights change a few outputs; on a model trained well enough that its choices have clear margins,
+    almost none (the Bible figure, BLEU within 0.5, is measured with the real model: benchmarks/translate_speed.py)."""
+    checkpoint = train_tiny(letter_data[True], tmp_path / "run", steps=300, encoder_layers=1, decoder_layers=1)
+    export_model(checkpoint, tmp_path / "int8", quantization="int8")
+    assert json.loads((tmp_path / "int8" / "nmtkit.json").read_text())["quantization"] == "int8"
+    lines = letter_lines(200, seed=12)
+    for beam in (1, 4):
+        pytorch = Translator.load(checkpoint, device="cpu", beam=beam).translate(lines)
+        int8 = Translator.load(tmp_path / "int8", threads=1, beam=beam).translate(lines)
+        assert sum(out == line.upper() for out, line in zip(pytorch, lines)) >= 0.8 * len(lines)  # trained well
+        assert sum(left == right for left, right in zip(pytorch, int8)) >= 0.9 * len(lines)
+
+
+def test_the_spec_keeps_nmtkit_conventions(pre_norm):
+    checkpoint, directory = pre_norm
+    loaded = restore_model(load_checkpoint(checkpoint), torch.device("cpu"))
+    spec = model_spec(loaded)
+    table = sinusoidal_table(64, 32).numpy()
+    assert (spec.encoder.position_encodings.encodings == table).all()
+    assert (spec.decoder.position_encodings.encodings == table).all()
+    config = json.loads((directory / "config.json").read_text())
+    assert config["add_source_eos"] and config["layer_norm_epsilon"] == 1e-5
+    assert (config["decoder_start_token"], config["bos_token"], config["eos_token"]) == ("<s>", "<s>", "</s>")
+    vocabulary = json.loads((directory / "shared_vocabulary.json").read_text())
+    pieces = [loaded.tgt_subword.processor.id_to_piece(index) for index in range(loaded.tgt_subword.vocab_size)]
+    assert vocabulary == pieces and vocabulary[:4] == ["<pad>", "<unk>", "<s>", "</s>"]
+    info = json.loads((directory / "nmtkit.json").read_text())
+    assert info["subword"] == {"src": "source.spm", "tgt": "source.spm", "joint": True}
+    assert info["config"]["decode"]["beam"] == 5 and info["quantization"] == "float32"
+    assert (directory / "source.spm").read_bytes() == loaded.src_subword.proto
+
+
+def test_separate_vocabularies_ship_two_subword_models(letter_data, tmp_path):
+    checkpoint = train_tiny(letter_data[False], tmp_path / "run", steps=2)
+    export_model(checkpoint, tmp_path / "ct2")
+    names = sorted(path.name for path in (tmp_path / "ct2").iterdir())
+    assert names == ["config.json", "model.bin", "nmtkit.json", "source.spm", "source_vocabulary.json",
+                     "target.spm", "target_vocabulary.json"]
+    exported = load_exported(tmp_path / "ct2")
+    assert exported.src_subword.pieces("a b") == ["▁a", "▁b"] and exported.tgt_subword.pieces("A") == ["▁A"]
+
+
+@pytest.mark.parametrize(("decode", "message"), [
+    ({"beam": 4, "length_penalty": "gnmt"}, "--length-penalty gnmt"),
+    ({"beam": 4, "length_penalty": "sockeye", "beta": 1.0}, "--beta 1.0"),
+    ({"beam": 4, "word_penalty": 0.5}, "word penalty"),
+    ({"beam": 4, "stop_finished": 2}, "--stop-finished"),
+    ({"dtype": "bfloat16"}, "--quantization"),
+])
+def test_settings_ctranslate2_lacks_are_refused(decode, message):
+    with pytest.raises(NmtkitError, match=message.replace("-", r"\-").replace(".", r"\.")):
+        search_options(DecodeConfig(**decode))
+
+
+def test_length_penalties_map_to_ctranslate2():
+    assert search_options(DecodeConfig(beam=4))["length_penalty"] == 1.0
+    assert search_options(DecodeConfig(beam=4, length_penalty="sockeye", alpha=0.6))["length_penalty"] == 0.6
+    assert search_options(DecodeConfig(beam=4, length_penalty="none"))["length_penalty"] == NO_LENGTH_PENALTY
+    assert float(torch.tensor(1023.0) ** NO_LENGTH_PENALTY) == 1.0  # ranks as no penalty at all
+    greedy = search_options(DecodeConfig(beam=1))
+    assert greedy["beam_size"] == 1 and greedy["length_penalty"] == 0.0 and "coverage_penalty" not in greedy
+
+
+def test_python_api_and_its_errors(pre_norm):
+    checkpoint, directory = pre_norm
+    translator = Translator.load(directory, threads=1, beam=3, nbest=2)
+    assert (translator.decode.beam, translator.decode.nbest) == (3, 2)
+    assert translator.translate(["a b", ""]) == Translator.load(checkpoint, device="cpu", beam=3).translate(["a b", ""])
+    assert translator.with_decode(beam=1, nbest=1).decode.beam == 1 and translator.decode.beam == 3
+    with pytest.raises(NmtkitError, match="unknown config key decode.bream"):
+        Translator.load(directory, bream=3)
+    with pytest.raises(NmtkitError, match="alone"):
+        Translator.load([directory, checkpoint])
+    with pytest.raises(NmtkitError, match="alignment"):
+        translator.alignments(["a"], ["A"])
+    with pytest.raises(NmtkitError, match="not a model exported"):
+        Translator.load(checkpoint.parent)
+
+
+def test_export_refuses_what_ctranslate2_cannot_run(tmp_path, pre_norm):
+    checkpoint, _ = pre_norm
+    payload = load_checkpoint(checkpoint)
+    config = build_config({"model": {"name": "luong", "embed_dim": 8, "hidden": 8}})
+    model = build_model(config.model, 20, 20, True)
+    subword = restore_model(payload, torch.device("cpu")).src_subword
+    save_atomic(make_payload(config, model, (subword, subword)), tmp_path / "luong.pt")
+    with pytest.raises(NmtkitError, match="CTranslate2 runs Transformers only; the 'luong' model"):
+        export_model(tmp_path / "luong.pt", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "file").write_text("x")
+    with pytest.raises(NmtkitError, match="not an empty directory"):
+        export_model(checkpoint, tmp_path / "full")
+    with pytest.raises(NmtkitError, match="unknown quantization"):
+        export_model(checkpoint, tmp_path / "q", quantization="int4")
+    with pytest.raises(NmtkitError, match="unknown export target"):
+        export_model(checkpoint, tmp_path / "q", to="onnx")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["full", "luong.pt"]  # nothing half-written
+
+
+def assert_same_output(output: str, expected: str) -> None:
+    """The same lines; ` ||| `-separated scores (the numeric fields) within float tolerance."""
+    def fields(text: str) -> list[list[str]]:
+        return [line.split(" ||| ") for line in text.splitlines()]
+
+    assert [len(row) for row in fields(output)] == [len(row) for row in fields(expected)]
+    for row, expected_row in zip(fields(output), fields(expected)):
+        for field, expected_field in zip(row, expected_row):
+            if expected_field.lstrip("-").replace(".", "").isdigit() and "." in expected_field:
+                assert float(field) == pytest.approx(float(expected_field), abs=2e-4)
+            else:
+                assert field == expected_field
+
+
+def test_export_translate_through_the_command_line(pre_norm, tmp_path):
+    checkpoint, _ = pre_norm
+    summary = json.loads(cli("export", "-m", str(checkpoint), "--out", str(tmp_path / "ct2"),
+                             "--quantization", "int8_float32").stdout)
+    assert summary["quantization"] == "int8_float32" and summary["out"] == str(tmp_path / "ct2")
+    float32 = tmp_path / "f32"
+    assert cli("export", "-m", str(checkpoint), "--out", str(float32)).exit_code == 0
+    lines = "a b c\n\nd e f g\n  \nh\r\n"
+    for search in (["--beam", "4"], ["--greedy", "--scores"], ["--beam", "3", "--nbest", "2"]):
+        expected = cli("translate", "-m", str(checkpoint), "--device", "cpu", *search, stdin=lines).stdout
+        output = cli("translate", "-m", str(float32), "--threads", "1", *search, stdin=lines).stdout
+        assert len(expected.splitlines()) == (8 if "--nbest" in search else 5)  # an empty line: one line
+        assert_same_output(output, expected)
+    assert_error(cli("translate", "-m", str(float32), "--alignment", stdin="a\n"), "--alignment")
+    assert_error(cli("translate", "-m", str(float32), "--length-penalty", "gnmt", stdin="a\n"), "gnmt")
+    assert_error(cli("translate", "-m", str(float32), "--input-format", "tsv", stdin="a b\tB\n"), "constrained")
+    assert cli("translate", "-m", str(float32), "--input-format", "tsv", stdin="a b\n").stdout == \
+        cli("translate", "-m", str(float32), stdin="a b\n").stdout  # no constraints: as text input
+    assert_error(cli("translate", "-m", str(float32), "--tgt-lang", "xx", stdin="a\n"), "translates into")
+    assert_error(cli("translate", "-m", str(tmp_path), stdin="a\n"), "nmtkit export")
+    assert_error(cli("export", "-m", str(checkpoint), "--out", str(float32)), "not an empty directory")
+
+
+def test_a_random_model_that_never_ends_is_cut_as_nmtkit_cuts_it(tmp_path, pre_norm):
+    """Random weights whose EOS is never likely: every hypothesis runs into its length limit, where nmtkit forces
+    EOS and CTranslate2 cuts; then even the n-best lists are nmtkit's (no EOS is among the top K before the limit)."""
+    payload = load_checkpoint(pre_norm[0])
+    loaded = restore_model(payload, torch.device("cpu"))
+    torch.manual_seed(0)
+    model = build_model(loaded.config.model, loaded.src_subword.vocab_size, loaded.tgt_subword.vocab_size, True)
+    with torch.no_grad():
+        model.output.weight[EOS] = -model.output.weight[EOS].abs()
+    save_atomic(make_payload(loaded.config, model, (loaded.src_subword, loaded.tgt_subword)), tmp_path / "m.pt")
+    export_model(tmp_path / "m.pt", tmp_path / "ct2")
+    lines = letter_lines(10, seed=13)
+    for search in ({"beam": 1}, {"beam": 4, "nbest": 4}, {"beam": 3, "length_penalty": "none", "nbest": 3}):
+        pytorch, ct2 = both((tmp_path / "m.pt", tmp_path / "ct2"), lines, max_len_b=3, **search)
+        assert [[text for text, _ in hyps] for hyps in ct2] == [[text for text, _ in hyps] for hyps in pytorch]
+        assert [score for hyps in ct2 for _, score in hyps] == pytest.approx(
+            [score for hyps in pytorch for _, score in hyps], abs=1e-4)

@@ -1,0 +1,103 @@
+"""Fine-tuning: prepare new data in a trained model's vocabulary, start from its weights, and clear errors when the
+vocabulary or the architecture does not fit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from training_runs import copy_task
+from typer.testing import CliRunner
+
+from nmtkit.checkpoint import load_checkpoint
+from nmtkit.cli import app
+from nmtkit.config import build_config
+from nmtkit.errors import NmtkitError
+from nmtkit.finetune import model_differences, vocabulary_of
+from nmtkit.training import Trainer, train
+
+MODEL = {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32}
+
+
+def config(model: dict | None = None, **train_settings):
+    train_section = {"batch_tokens": 256, "warmup": 10, "log_every": 5, "threads": 1, "amp": "none",
+                     "valid_every": 10, "valid_bleu": False, **train_settings}
+    return build_config({"model": {**MODEL, **(model or {})}, "train": train_section})
+
+
+@pytest.fixture(scope="module")
+def parent(tmp_path_factory) -> Path:
+    """A run of 10 updates on the copy task (model.pt, last.pt)."""
+    root = tmp_path_factory.mktemp("parent")
+    train(config(max_steps=10), copy_task(root), root / "run")
+    return root
+
+
+def new_data(root: Path, *args: str) -> Path:
+    """Other sentences over the same letters, prepared through the CLI with the given options, in `root`/new."""
+    root.mkdir(exist_ok=True)
+    for name in ("train", "dev"):
+        for side in ("src", "tgt"):
+            (root / f"new.{name}.{side}").write_text("".join(f"{a} {b} {a}\n" for a in "abcd" for b in "efgh"))
+    result = CliRunner().invoke(app, ["prepare", "--out", str(root / "new"), *args,
+                                      *[f"--{name}-{side}={root / f'new.{name}.{side}'}" for name in ("train", "dev")
+                                        for side in ("src", "tgt")]])
+    assert result.exit_code == 0, result.output
+    return root / "new"
+
+
+def test_model_differences_ignore_dropout():
+    saved = {"name": "transformer", "d_model": 16, "dropout": 0.1, "heads": 2}
+    assert model_differences(saved, {**saved, "dropout": 0.3}) == []
+    assert model_differences(saved, {**saved, "d_model": 32}) == ["d_model: 16 -> 32"]
+
+
+def test_prepare_reuses_the_vocabulary_and_training_starts_from_the_weights(parent: Path, tmp_path: Path):
+    data = new_data(tmp_path, "--subword-model", str(parent / "run" / "model.pt"))
+    payload = load_checkpoint(parent / "run" / "model.pt")
+    assert (data / "spm.model").read_bytes() == payload["subword"]["src"]
+    assert json.loads((data / "manifest.json").read_text())["subword"]["reused"] is True
+    trainer = Trainer(config({"dropout": 0.3}, init_from=str(parent / "run" / "model.pt")), data, tmp_path / "child")
+    trainer.initialize_from(trainer.config.train.init_from)
+    assert all(torch.equal(value, payload["model"][name]) for name, value in trainer.model.state_dict().items())
+    assert trainer.progress.step == 0 and trainer.scheduler.last_epoch == 0  # a fresh schedule
+    summary = train(config(init_from=str(parent / "run" / "model.pt"), max_steps=5), data, tmp_path / "tuned")
+    assert summary["steps"] == 5
+
+
+def test_init_optimizer_continues_the_optimizer_and_schedule(parent: Path, tmp_path: Path):
+    data = new_data(tmp_path, "--subword-model", str(parent / "run" / "last.pt"))
+    last = str(parent / "run" / "last.pt")
+    trainer = Trainer(config(init_from=last, init_optimizer=True), data, tmp_path / "child")
+    trainer.initialize_from(last)
+    saved = load_checkpoint(last)["train_state"]
+    assert trainer.scheduler.last_epoch == saved["scheduler"]["last_epoch"] == 10
+    assert trainer.optimizer.state_dict()["state"][0]["step"] == saved["optimizer"]["state"][0]["step"]
+    model_only = Trainer(config(init_from=str(parent / "run" / "model.pt"), init_optimizer=True), data, tmp_path / "x")
+    with pytest.raises(NmtkitError, match="no optimizer state"):
+        model_only.initialize_from(str(parent / "run" / "model.pt"))
+
+
+def one_line_error(args: list[str], *needles: str) -> None:
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and all(needle in errors[0] for needle in needles), result.output
+
+
+def test_another_vocabulary_or_architecture_is_a_one_line_error(parent: Path, tmp_path: Path):
+    model = str(parent / "run" / "model.pt")
+    own_vocabulary = new_data(tmp_path, "--subword", "word", "--vocab-size", "20")
+    one_line_error(["train", "--data", str(own_vocabulary), "--out", str(tmp_path / "a"), "--init-from", model],
+                   "other subword vocabularies", "--subword-model")
+    same_vocabulary = new_data(tmp_path / "same", "--subword-model", model)
+    one_line_error(["train", "--data", str(same_vocabulary), "--out", str(tmp_path / "b"), "--init-from", model,
+                    "--set", "model.d_model=32", "--set", "train.max_steps=1"], "d_model: 16 -> 32")
+
+
+def test_vocabulary_of_a_file_that_is_no_model_is_an_error(tmp_path: Path):
+    (tmp_path / "x.model").write_bytes(b"not a model")
+    with pytest.raises(NmtkitError, match="not a SentencePiece model"):
+        vocabulary_of(tmp_path / "x.model")
