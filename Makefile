@@ -10,7 +10,7 @@ THREADS ?= 0
 # LANG_DIR (a locale such as zh_CN, ja, th, ar, he) and CODE choose the language of recipe-messages
 export MODEL MAX_TIME THREADS LANG_DIR CODE
 
-.PHONY: install test lint bench recipe-bible recipe-bible-zoo recipe-reverse recipe-wmt recipe-messages recipe-multilingual bible-data wmt-data clean
+.PHONY: install test lint bench recipe-bible recipe-bible-zoo recipe-reverse recipe-wmt recipe-messages recipe-multilingual recipe-finetune bible-data wmt-data clean
 
 install: $(VENV)/.installed
 
@@ -62,6 +62,10 @@ recipe-messages: install
 
 recipe-multilingual: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/multilingual/run.sh
+
+# fine-tunes the Bible model (make recipe-bible first) on Spanish software messages
+recipe-finetune: install
+	mkdir -p runs && PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/finetune/run.sh | tee runs/finetune-es-en.results.md
 
 clean:
 	rm -rf $(VENV) runs data

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from typer.testing import CliRunner
+from cli_runner import assert_error, nmtkit
 
 from nmtkit.checkpoint import make_payload, save_atomic
-from nmtkit.cli import app
 from nmtkit.data.prepare import load_subwords
 from nmtkit.registry import build_model
 from nmtkit.run_config import build_config
@@ -23,21 +22,6 @@ WORDS = "a b c d e f g h".split()
 LONG_LINE = " ".join(WORDS[i % 8] for i in range(50_000)) + "a"  # 100,000 characters, 50,000 words
 TINY = {"name": "transformer", "encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32,
         "max_positions": 64}
-
-
-def nmtkit(*args: str, stdin: str | None = None):
-    """Run the command line in-process (a subprocess per call would cost seconds of imports)."""
-    return CliRunner().invoke(app, ["--quiet", *args], input=stdin)
-
-
-def assert_error(result, *needles: str) -> None:
-    """One `error:` line naming `needles`, a non-zero exit, no traceback."""
-    assert result.exit_code != 0, result.stdout
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, result.stderr
-    for needle in needles:
-        assert needle in errors[0], errors[0]
 
 
 def write(path: Path, text: str | bytes) -> str:

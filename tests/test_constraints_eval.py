@@ -7,9 +7,10 @@ import torch
 from scripts import load_script
 
 from nmtkit.checkpoint import make_payload, save_atomic
-from nmtkit.config import DataConfig, build_config
+from nmtkit.config import DataConfig
 from nmtkit.data.subword import train_subword
 from nmtkit.registry import build_model
+from nmtkit.run_config import build_config
 
 evaluation = load_script("benchmarks/constraints_eval.py", "constraints_eval")
 

@@ -14,13 +14,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from cli_runner import assert_error, nmtkit
 from letter_task import letter_lines, letter_task, train_tiny
-from typer.testing import CliRunner
 
 from nmtkit import Translator
 from nmtkit.checkpoint import load_checkpoint, make_payload, restore_model, save_atomic
-from nmtkit.cli import app
-from nmtkit.config import DecodeConfig, build_config
+from nmtkit.config import DecodeConfig
 from nmtkit.ct2 import NO_LENGTH_PENALTY, CTranslate2Search, load_exported, search_options
 from nmtkit.data.dataset import encode_sources
 from nmtkit.data.subword import EOS
@@ -28,6 +27,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.export import export_model, model_spec
 from nmtkit.modules.embeddings import sinusoidal_table
 from nmtkit.registry import build_model
+from nmtkit.run_config import build_config
 from nmtkit.search import max_lengths
 
 LETTERS = "abcdefgh"
@@ -45,19 +45,6 @@ SEARCHES = [
     pytest.param({"beam": 5, "length_penalty": "none"}, id="beam-none"),
     pytest.param({"beam": 3, "length_penalty": "sockeye", "alpha": 0.6}, id="beam-sockeye"),
 ]
-
-
-def cli(*args: str, stdin: str | None = None):
-    """The command line, in-process (a subprocess per call would cost seconds of imports)."""
-    return CliRunner().invoke(app, ["--quiet", *args], input=stdin)
-
-
-def assert_error(result, needle: str) -> None:
-    """One `error:` line naming `needle`, a non-zero exit, no traceback."""
-    assert result.exit_code != 0
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and needle in errors[0], result.stderr
 
 
 @pytest.fixture(scope="module")
@@ -289,25 +276,25 @@ def assert_same_output(output: str, expected: str) -> None:
 
 def test_export_translate_through_the_command_line(pre_norm, tmp_path):
     checkpoint, _ = pre_norm
-    summary = json.loads(cli("export", "-m", str(checkpoint), "--out", str(tmp_path / "ct2"),
-                             "--quantization", "int8_float32").stdout)
+    summary = json.loads(nmtkit("export", "-m", str(checkpoint), "--out", str(tmp_path / "ct2"),
+                                "--quantization", "int8_float32").stdout)
     assert summary["quantization"] == "int8_float32" and summary["out"] == str(tmp_path / "ct2")
     float32 = tmp_path / "f32"
-    assert cli("export", "-m", str(checkpoint), "--out", str(float32)).exit_code == 0
+    assert nmtkit("export", "-m", str(checkpoint), "--out", str(float32)).exit_code == 0
     lines = "a b c\n\nd e f g\n  \nh\r\n"
     for search in (["--beam", "4"], ["--greedy", "--scores"], ["--beam", "3", "--nbest", "2"]):
-        expected = cli("translate", "-m", str(checkpoint), "--device", "cpu", *search, stdin=lines).stdout
-        output = cli("translate", "-m", str(float32), "--threads", "1", *search, stdin=lines).stdout
+        expected = nmtkit("translate", "-m", str(checkpoint), "--device", "cpu", *search, stdin=lines).stdout
+        output = nmtkit("translate", "-m", str(float32), "--threads", "1", *search, stdin=lines).stdout
         assert len(expected.splitlines()) == (8 if "--nbest" in search else 5)  # an empty line: one line
         assert_same_output(output, expected)
-    assert_error(cli("translate", "-m", str(float32), "--alignment", stdin="a\n"), "--alignment")
-    assert_error(cli("translate", "-m", str(float32), "--length-penalty", "gnmt", stdin="a\n"), "gnmt")
-    assert_error(cli("translate", "-m", str(float32), "--input-format", "tsv", stdin="a b\tB\n"), "constrained")
-    assert cli("translate", "-m", str(float32), "--input-format", "tsv", stdin="a b\n").stdout == \
-        cli("translate", "-m", str(float32), stdin="a b\n").stdout  # no constraints: as text input
-    assert_error(cli("translate", "-m", str(float32), "--tgt-lang", "xx", stdin="a\n"), "translates into")
-    assert_error(cli("translate", "-m", str(tmp_path), stdin="a\n"), "nmtkit export")
-    assert_error(cli("export", "-m", str(checkpoint), "--out", str(float32)), "not an empty directory")
+    assert_error(nmtkit("translate", "-m", str(float32), "--alignment", stdin="a\n"), "--alignment")
+    assert_error(nmtkit("translate", "-m", str(float32), "--length-penalty", "gnmt", stdin="a\n"), "gnmt")
+    assert_error(nmtkit("translate", "-m", str(float32), "--input-format", "tsv", stdin="a b\tB\n"), "constrained")
+    assert nmtkit("translate", "-m", str(float32), "--input-format", "tsv", stdin="a b\n").stdout == \
+        nmtkit("translate", "-m", str(float32), stdin="a b\n").stdout  # no constraints: as text input
+    assert_error(nmtkit("translate", "-m", str(float32), "--tgt-lang", "xx", stdin="a\n"), "translates into")
+    assert_error(nmtkit("translate", "-m", str(tmp_path), stdin="a\n"), "nmtkit export")
+    assert_error(nmtkit("export", "-m", str(checkpoint), "--out", str(float32)), "not an empty directory")
 
 
 def test_a_random_model_that_never_ends_is_cut_as_nmtkit_cuts_it(tmp_path, pre_norm):

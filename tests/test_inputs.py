@@ -11,15 +11,17 @@ from pathlib import Path
 
 import pytest
 import torch
+from cli_runner import assert_error, nmtkit
 from typer.testing import CliRunner
 
 from nmtkit.checkpoint import make_payload, save_atomic
 from nmtkit.cli import app
-from nmtkit.config import DataConfig, build_config
+from nmtkit.config import DataConfig
 from nmtkit.data.subword import train_subword
 from nmtkit.errors import NmtkitError
 from nmtkit.inputs import Request, parse_requests
 from nmtkit.registry import build_model
+from nmtkit.run_config import build_config
 
 WORDS = "uno dos tres cuatro cinco seis siete ocho nueve diez Paul Peter Jerusalem Theophilus the then there".split()
 TINY = {"name": "transformer", "encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32,
@@ -64,20 +66,6 @@ def test_bad_tsv_lines_and_formats():
 
 
 # --- through the command line ---
-
-
-def nmtkit(*args: str, stdin: str | None = None):
-    return CliRunner().invoke(app, ["--quiet", *args], input=stdin)
-
-
-def assert_error(result, *needles: str) -> None:
-    assert result.exit_code != 0, result.stdout
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    for needle in needles:
-        assert needle in errors[0], errors[0]
 
 
 def write_model(path: Path, subword_type: str, vocab_size: int) -> str:

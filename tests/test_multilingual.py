@@ -13,12 +13,13 @@ import pytest
 from typer.testing import CliRunner
 
 from nmtkit.cli import app
-from nmtkit.config import DataConfig, DecodeConfig, build_config
+from nmtkit.config import DataConfig, DecodeConfig
 from nmtkit.data.dataset import TokenArray, temperature_sample
 from nmtkit.data.multilingual import prepare_multilingual, read_pairs
 from nmtkit.data.prepare import load_subwords
 from nmtkit.errors import NmtkitError
 from nmtkit.inputs import Request
+from nmtkit.run_config import build_config
 from nmtkit.training import train
 from nmtkit.translate import Translator
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from training_runs import copy_task
 
-from nmtkit.config import build_config
+from nmtkit.run_config import build_config
 from nmtkit.run_log import RunLog, scalars
 from nmtkit.training import train
 

@@ -42,3 +42,23 @@ def corpus_totals(stats: Tensor) -> list:
     if not stats.is_floating_point():
         return stats.sum(dim=0).tolist()
     return [functools.reduce(operator.add, column, 0) for column in stats.T.tolist()]
+
+
+class SacrebleuScores:
+    """Scores from summed statistics through the sacrebleu metric object `self.metric` (chrF, TER): the corpus
+    score object, its score, each sentence's score and the signature, exactly as sacrebleu computes them."""
+
+    metric: object
+
+    def corpus(self, totals: Sequence):
+        """sacrebleu's score object for summed statistics (numbers, or float32 sums as in its bootstrap)."""
+        return self.metric._compute_score_from_stats(totals)
+
+    def score(self, totals: Sequence) -> float:
+        return self.corpus(totals).score
+
+    def sentence_scores(self, stats: Tensor) -> list[float]:
+        return [self.score(row) for row in stats.tolist()]
+
+    def signature(self) -> str:
+        return str(self.metric.get_signature())

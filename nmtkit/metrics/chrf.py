@@ -12,10 +12,10 @@ from collections.abc import Sequence
 
 import torch
 from sacrebleu.metrics import CHRF
-from sacrebleu.metrics.chrf import CHRFScore
 from torch import Tensor
 
 from nmtkit.errors import NmtkitError
+from nmtkit.metrics import SacrebleuScores
 from nmtkit.metrics.ngrams import (
     Ragged,
     char_tokens,
@@ -88,7 +88,7 @@ def check_options(char_order: int, word_order: int, beta: int) -> None:
         raise NmtkitError(f"chrF's beta must not be negative, not {beta}")
 
 
-class DeviceCHRF:
+class DeviceCHRF(SacrebleuScores):
     """Corpus and sentence chrF / chrF++ against fixed references; options, score and signature are sacrebleu's."""
 
     def __init__(self, references: Sequence[Sequence[str]], device: torch.device, char_order: int = 6,
@@ -145,19 +145,6 @@ class DeviceCHRF:
         stats = torch.stack([hyp_totals, ref_totals, matches], dim=3)  # (n, R, O, 3)
         best = f_scores(stats, self.metric.beta, self.metric.eps_smoothing).argmax(dim=1)  # (n,) first best
         return stats[torch.arange(len(hypotheses), device=self.device), best].flatten(1).cpu()
-
-    def corpus(self, totals: Sequence) -> CHRFScore:
-        """sacrebleu's score object for summed statistics (ints, or float32 sums as in its bootstrap)."""
-        return self.metric._compute_score_from_stats(totals)
-
-    def score(self, totals: Sequence) -> float:
-        return self.corpus(totals).score
-
-    def sentence_scores(self, stats: Tensor) -> list[float]:
-        return [self.score(row) for row in stats.tolist()]
-
-    def signature(self) -> str:
-        return str(self.metric.get_signature())
 
     def report(self, stats: Tensor) -> dict:
         score = self.corpus(stats.sum(dim=0).tolist())

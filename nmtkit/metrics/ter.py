@@ -12,14 +12,13 @@ from collections.abc import Sequence
 
 import torch
 from sacrebleu.metrics import TER
-from sacrebleu.metrics.ter import TERScore
 from torch import Tensor
 
 from nmtkit.errors import NmtkitError
-from nmtkit.metrics import corpus_totals
+from nmtkit.metrics import SacrebleuScores, corpus_totals
 
 
-class SacrebleuTER:
+class SacrebleuTER(SacrebleuScores):
     """Corpus and sentence TER against fixed references; options, statistics, score and signature are sacrebleu's."""
 
     name = "ter"
@@ -35,19 +34,6 @@ class SacrebleuTER:
         if len(hypotheses) != self.lines:
             raise NmtkitError(f"{len(hypotheses)} hypotheses for {self.lines} references")
         return torch.tensor(self.metric._extract_corpus_statistics(hypotheses, None), dtype=torch.float64)
-
-    def corpus(self, totals: Sequence) -> TERScore:
-        """sacrebleu's score object for summed statistics (floats, or float32 sums as in its bootstrap)."""
-        return self.metric._compute_score_from_stats(totals)
-
-    def score(self, totals: Sequence) -> float:
-        return self.corpus(totals).score
-
-    def sentence_scores(self, stats: Tensor) -> list[float]:
-        return [self.score(row) for row in stats.tolist()]
-
-    def signature(self) -> str:
-        return str(self.metric.get_signature())
 
     def report(self, stats: Tensor) -> dict:
         score = self.corpus(corpus_totals(stats))

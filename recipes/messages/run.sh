@@ -3,7 +3,9 @@
 #   LANG_DIR=ja bash recipes/messages/run.sh    extract, prepare, train, translate the test set, score, roundtrip
 # Env: LANG_DIR (zh_CN: a directory of LOCALE_DIR, default /usr/share/locale), CODE (LANG_DIR before _ or @),
 #      MAX_TIME (10m), THREADS (0 = all cores), DATA (data/messages/en-$CODE), OUT (runs/messages/en-$CODE),
-#      TOKENIZE (BLEU tokenizer; default: nmtkit evaluate's for the language, e.g. zh, ja-mecab, char for Thai).
+#      TOKENIZE (BLEU tokenizer; default: nmtkit evaluate's for the language, e.g. zh, ja-mecab, char for Thai),
+#      CONFIG (training config; default recipes/bible/transformer.yaml; CONFIG=none trains with nmtkit's bare
+#      defaults).
 #      Every step is skipped when its output exists, and training resumes from last.pt, so
 #      running it twice is safe.
 set -euo pipefail
@@ -25,10 +27,13 @@ tokenize=()
   --dev-src "$data/dev.en" --dev-tgt "$data/dev.$code" \
   --test-src "$data/test.en" --test-tgt "$data/test.$code" > /dev/null
 
+config=${CONFIG:-$here/../bible/transformer.yaml}
+config_args=()
+[ "$config" != none ] && config_args=(--config "$config")
 resume=()
 [ -f "$out/last.pt" ] && resume=(--resume)
 mkdir -p "$out"
-nmtkit train --data "$prepared" --config "$here/../bible/transformer.yaml" "${resume[@]}" --out "$out" \
+nmtkit train --data "$prepared" "${config_args[@]}" "${resume[@]}" --out "$out" \
   --max-time "${MAX_TIME:-10m}" --threads "$threads" > "$out/train.summary.json"
 
 # a model that training improved since the last translation is translated again
