@@ -8,11 +8,13 @@ search of each batch runs in CTranslate2, with options chosen so that it finds w
   alpha, and `none` is a length penalty too small to change a score (CTranslate2 ends a search with length
   penalty 0 once its best candidate is EOS, nmtkit once it has K hypotheses). `gnmt`, `sockeye` with beta != 0,
   a word penalty and --stop-finished have no CTranslate2 counterpart and are refused.
-- the length limit a * |X| + b (EOS included) is nmtkit's own (`max_lengths`), per sentence: sentences are sent to
-  CTranslate2 in groups of one limit. nmtkit ends a hypothesis that reaches its limit with a forced EOS, which
-  CTranslate2 cannot do: it cuts the hypothesis one token earlier instead, and the EOS and its log-probability are
-  added afterwards (`score_batch`); a beam search that reached the limit is run again to see every hypothesis it
-  finished, and keeps those nmtkit's beam has room for (`finished_at_limit`, `nmtkit_room`).
+- the length limit a * |X| + b (EOS included) is nmtkit's own (`max_lengths`), per sentence: a batch is searched
+  in one call up to its longest limit, and the sentences whose search came within a token of their own limit are
+  searched again in groups of one limit (`_search_at_once`, `groups`). nmtkit ends a hypothesis that reaches its
+  limit with a forced EOS, which CTranslate2 cannot do: it cuts the hypothesis one token earlier instead, and the
+  EOS and its log-probability are added afterwards (`score_batch`); a beam search that reached the limit is run
+  again to see every hypothesis it finished, and keeps those nmtkit's beam has room for (`finished_at_limit`,
+  `nmtkit_room`).
 - greedy search sums log-probabilities without length normalization, as nmtkit's. Scores that CTranslate2 computes
   otherwise (a minimum length renormalizes each step without EOS, sampling scores the temperature-scaled
   distribution) are computed again. Sampling draws from the same distribution with CTranslate2's random numbers
@@ -176,18 +178,56 @@ class CTranslate2Search:
     def __call__(self, sources: list[list[int]]) -> list[list[Hypothesis]]:
         """Up to `decode.nbest` hypotheses for each source (ids without EOS), best first."""
         found: list[list[Hypothesis]] = [[] for _ in sources]
-        for rows, limit in self.groups(sources):
-            for row, hyps in zip(rows, self._search_group([sources[row] for row in rows], limit)):
-                found[row] = sorted(hyps, key=lambda hyp: hyp.score, reverse=True)[: self.decode.nbest]
+        rows = self._search_at_once(sources, found) if self.at_once else list(range(len(sources)))
+        for group, limit in self.groups([sources[row] for row in rows]):
+            group_rows = [rows[index] for index in group]
+            for row, hyps in zip(group_rows, self._search_group([sources[row] for row in group_rows], limit)):
+                found[row] = self._best(hyps)
         return found
+
+    def _best(self, hyps: list[Hypothesis]) -> list[Hypothesis]:
+        return sorted(hyps, key=lambda hyp: hyp.score, reverse=True)[: self.decode.nbest]
+
+    def limits(self, sources: list[list[int]]) -> list[int]:
+        """Each source's output length limit, EOS included (nmtkit's `max_lengths`)."""
+        _, src_mask = encode_sources(sources)
+        return max_lengths(src_mask, self.decode.max_len_a, self.decode.max_len_b, self.max_source).tolist()
+
+    @property
+    def at_once(self) -> bool:
+        """Whether a batch is first searched in one call up to its longest length limit (`_search_at_once`):
+        not with a minimum length (CTranslate2 bounds it by the call's limit), a coverage penalty (one sentence a
+        call, see `groups`) or sampling (its random numbers depend on the batch anyway)."""
+        return not (self.decode.min_len or self.decode.coverage_penalty or self.decode.sample)
+
+    def _search_at_once(self, sources: list[list[int]], found: list[list[Hypothesis]]) -> list[int]:
+        """Search every source in one call, up to the longest of their length limits, and keep in `found` each
+        sentence whose hypotheses all ended with EOS at least two tokens before its own limit: its search stopped
+        before it came near that limit, so it went as it goes in a call with its own limit (with the same float
+        rounding as in any batch). Returns the other rows, which are searched again with their own limit; with
+        lengths far below the limits, as in translation, nearly every sentence is done in this one call instead of
+        one call per distinct limit."""
+        limits = self.limits(sources) if sources else [0]
+        if max(limits) <= 1:
+            return list(range(len(sources)))
+        tokens = [[self.src_pieces[index] for index in ids] for ids in sources]
+        redo = []
+        for row, (hypotheses, scores) in enumerate(self._translate(tokens, max(limits))):
+            if all(pieces[-1:] == [self.eos_piece] and len(pieces) <= limits[row] - 2 for pieces in hypotheses):
+                hyps = [self._hypothesis(pieces, score, None) for pieces, score in zip(hypotheses, scores)]
+                found[row] = self._best(self.nmtkit_room(hyps) if self.beam_search else hyps)
+            else:
+                redo.append(row)
+        return redo
 
     def groups(self, sources: list[list[int]]) -> list[tuple[list[int], int]]:
         """The rows of `sources` that CTranslate2 searches in one call, with their length limit (EOS included,
         nmtkit's `max_lengths`). With a coverage penalty each sentence is searched alone: CTranslate2 4.8 gives
         the sentences after the first of a batch another sentence's attention history, and counts the attention
         its padding positions get (about 1e-20: log coverage -46) in the penalty."""
-        _, src_mask = encode_sources(sources)
-        limits = max_lengths(src_mask, self.decode.max_len_a, self.decode.max_len_b, self.max_source).tolist()
+        if not sources:
+            return []
+        limits = self.limits(sources)
         if self.beam_search and self.decode.coverage_penalty > 0:
             return [([row], limits[row]) for row in range(len(sources))]
         order = sorted(range(len(sources)), key=lambda row: limits[row])

@@ -72,6 +72,12 @@ def parse_jsonl(line: str) -> Request:
         record = json.loads(line)
     except json.JSONDecodeError as error:
         raise ValueError(f"invalid JSON ({error.msg} at column {error.colno})") from None
+    return parse_record(record)
+
+
+def parse_record(record: object) -> Request:
+    """A request from a JSON object {"text": ..., "constraints": [...], ...} (a jsonl line, or a server request's
+    sentence); ValueError says what is wrong."""
     if not isinstance(record, dict):
         raise ValueError(f"expected a JSON object such as {{\"text\": \"...\"}}, got {json.dumps(record)[:40]}")
     unknown = sorted(set(record) - set(KEYS))

@@ -30,6 +30,7 @@ from aiohttp import web
 
 from nmtkit.config import option
 from nmtkit.errors import NmtkitError
+from nmtkit.inputs import Request, parse_record
 from nmtkit.translate import ExportedTranslator, Translator
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ LISTENING = "serving on http://%s:%d (POST /translate, GET /health)"  # what cli
 MAX_BODY = 4 * 1024 * 1024  # bytes of one request body: far more than max_sentences long sentences take
 # the search options a request may set, with their JSON types (a bool is not a number here)
 REQUEST_OPTIONS = {"beam": int, "nbest": int, "length_penalty": str, "alpha": float, "min_len": int,
-                   "max_len_a": float, "max_len_b": int}
+                   "max_len_a": float, "max_len_b": int, "tgt_lang": str}
 
 
 @dataclass
@@ -80,7 +81,7 @@ class TranslationFailed(Exception):
 class Job:
     """One request's sentences waiting for the worker; `done` gets its (text, score) hypotheses per sentence."""
 
-    sentences: list[str]
+    sentences: list[Request]
     options: dict
     tokens: int
     done: asyncio.Future = field(repr=False)
@@ -95,7 +96,20 @@ def check_option(name: str, value) -> None:
         raise BadRequest(f"field {name!r} must be {expected}, got {json.dumps(value)}")
 
 
-def parse_request(body: object, config: ServeConfig) -> tuple[list[str], dict, bool]:
+def parse_sentence(index: int, sentence: object) -> Request:
+    """A sentence of a request: a string, or an object with "text" and the keys of `translate --input-format jsonl`
+    (constraints, negative, prefix, tgt_lang)."""
+    try:
+        if isinstance(sentence, str):
+            if "\n" in sentence or "\r" in sentence:
+                raise ValueError("a sentence is one line: it may not contain a line break")
+            return Request(sentence)
+        return parse_record(sentence)
+    except ValueError as error:
+        raise BadRequest(f"sentence {index}: {error}") from error
+
+
+def parse_request(body: object, config: ServeConfig) -> tuple[list[Request], dict, bool]:
     """(sentences, search options, whether to return scores) of a /translate body, or BadRequest."""
     if not isinstance(body, dict):
         raise BadRequest('the body must be a JSON object such as {"sentences": ["..."]}')
@@ -105,12 +119,11 @@ def parse_request(body: object, config: ServeConfig) -> tuple[list[str], dict, b
     if "sentences" not in body:
         raise BadRequest('missing field "sentences" (a list of strings)')
     sentences = body["sentences"]
-    if not isinstance(sentences, list) or not all(isinstance(sentence, str) for sentence in sentences):
-        raise BadRequest('field "sentences" must be a list of strings')
+    if not isinstance(sentences, list):
+        raise BadRequest('field "sentences" must be a list of strings (or objects with "text")')
     if len(sentences) > config.max_sentences:
         raise BadRequest(f"{len(sentences)} sentences in one request; at most {config.max_sentences}", 413)
-    if any("\n" in sentence or "\r" in sentence for sentence in sentences):
-        raise BadRequest("a sentence is one line: it may not contain a line break")
+    sentences = [parse_sentence(index, sentence) for index, sentence in enumerate(sentences)]
     scores = body.get("scores", False)
     if not isinstance(scores, bool):
         raise BadRequest(f'field "scores" must be true or false, got {json.dumps(scores)}')
@@ -134,11 +147,26 @@ class Service:
         self.pending = 0  # requests received and not yet answered
 
     def variant(self, options: dict) -> Translator:
-        """The translator for a request's search options (sharing the model; cheap to make); NmtkitError if bad."""
+        """The translator for a request's search options (sharing the model; cheap to make); NmtkitError if bad,
+        or if a multilingual model is not told the target language (by the request, or by serve's --set
+        decode.tgt_lang=...)."""
         return self.translator.with_decode(**options) if options else self.translator
 
-    def count_tokens(self, sentences: list[str]) -> int:
-        lengths = [len(ids) for ids in self.translator.loaded.src_subword.encode(sentences)]
+    @staticmethod
+    def check(translator: Translator, sentences: list[Request]) -> None:
+        """NmtkitError for sentences this translator cannot serve: a multilingual model's without a target language
+        (from the sentence, the request, or serve's --set decode.tgt_lang=...), constraints that an exported model
+        or sampling cannot follow."""
+        for index, sentence in enumerate(sentences):
+            translator.source_tag(sentence, f"sentence {index}")
+        if any(sentence.constrained for sentence in sentences):
+            if isinstance(translator, ExportedTranslator):
+                raise NmtkitError("constraints and prefixes need a checkpoint: CTranslate2 has no constrained search")
+            if translator.decode.sample:
+                raise NmtkitError("constraints and prefixes need beam search; this service samples")
+
+    def count_tokens(self, sentences: list[Request]) -> int:
+        lengths = [len(ids) for ids in self.translator.loaded.src_subword.encode([s.text for s in sentences])]
         for index, length in enumerate(lengths):
             if length > self.max_tokens:
                 raise BadRequest(f"sentence {index} has {length} subwords; at most {self.max_tokens}", 413)
@@ -157,7 +185,7 @@ class Service:
             raise BadRequest(f"the body is larger than {MAX_BODY} bytes", 413) from error
         sentences, options, scores = parse_request(body, self.config)
         try:
-            self.variant(options)
+            self.check(self.variant(options), sentences)
         except NmtkitError as error:
             raise BadRequest(str(error)) from error
         job = Job(sentences, options, self.count_tokens(sentences), asyncio.get_running_loop().create_future())
@@ -215,7 +243,7 @@ class Service:
         lines = [sentence for job in jobs for sentence in job.sentences]
         translator = self.variant(jobs[0].options)
         try:
-            results = await asyncio.get_running_loop().run_in_executor(None, translator.translate_nbest, lines)
+            results = await asyncio.get_running_loop().run_in_executor(None, translator.translate_requests, lines)
         except Exception:  # noqa: BLE001 (one failed call must not end the service)
             log.exception("translation of %d sentences failed", len(lines))
             for job in jobs:

@@ -54,9 +54,10 @@ def advise_on_precision(loaded: LoadedModel, dtype: torch.dtype, device: torch.d
 
 
 def check_tgt_lang(decode: DecodeConfig, tags: dict[str, int]) -> None:
-    if decode.tgt_lang and tags and decode.tgt_lang not in tags:
-        raise NmtkitError(f"unknown --tgt-lang {decode.tgt_lang!r}; this model translates into "
-                          f"{', '.join(sorted(tags))}")
+    """An error for a decode.tgt_lang that a multilingual model lacks."""
+    lang = decode.tgt_lang
+    if lang and tags and lang not in tags:
+        raise NmtkitError(f"unknown --tgt-lang {lang!r}; this model translates into {', '.join(sorted(tags))}")
 
 
 class Translator:
@@ -95,6 +96,7 @@ class Translator:
         """This translator with other search settings (DecodeConfig fields other than dtype); the model is shared."""
         variant = copy.copy(self)
         variant.decode = override_decode(self.decode, overrides)
+        check_tgt_lang(variant.decode, self.loaded.tags)
         if variant.decode.dtype != self.decode.dtype:
             raise NmtkitError("with_decode keeps the model's precision; load the model again for another dtype")
         variant.sampler = Sampler(variant.decode.temperature, variant.decode.top_k, variant.decode.top_p,
@@ -150,19 +152,20 @@ class Translator:
                         "(they become the unknown piece)", number)
         return constraints
 
-    def _tag(self, request: Request, number: int) -> list[int]:
+    def source_tag(self, request: Request, where: str) -> list[int]:
         """The target-language tag that starts a multilingual model's source (Johnson et al. 2017); none for a model
-        of one target language, which refuses another language."""
+        of one target language, which refuses another language. `where` ("line 3") starts an error."""
         lang, tags = request.tgt_lang or self.decode.tgt_lang, self.loaded.tags
         if not tags:
             model_lang = self.loaded.langs[1]
             if lang and model_lang and lang != model_lang:
-                raise NmtkitError(f"line {number}: target language {lang!r}: this model translates into "
+                raise NmtkitError(f"{where}: target language {lang!r}: this model translates into "
                                   f"{model_lang} only (--tgt-lang is for multilingual models)")
             return []
         if lang not in tags:
-            what = f"unknown target language {lang!r}" if lang else "a multilingual model needs --tgt-lang"
-            raise NmtkitError(f"line {number}: {what}; this model translates into {', '.join(sorted(tags))}")
+            what = (f"unknown target language {lang!r}" if lang else
+                    "a multilingual model needs a target language (--tgt-lang, or tgt_lang)")
+            raise NmtkitError(f"{where}: {what}; this model translates into {', '.join(sorted(tags))}")
         return [tags[lang]]
 
     def translate_nbest(self, lines: list[str], first_line: int = 1) -> list[list[tuple[str, float]]]:
@@ -176,7 +179,7 @@ class Translator:
             if "\ufffd" in request.text:
                 log.warning("line %d: invalid UTF-8 replaced by U+FFFD", first_line + index)
         ids = self.loaded.src_subword.encode([request.text for request in requests])  # the text as written
-        ids = [self._truncate(self._tag(request, first_line + index) + seq, first_line + index)
+        ids = [self._truncate(self.source_tag(request, f"line {first_line + index}") + seq, first_line + index)
                for index, (request, seq) in enumerate(zip(requests, ids))]
         constraints = [self._constraints(request, first_line + index) for index, request in enumerate(requests)]
         outputs: list[list[tuple[str, float]]] = [[("", 0.0)] for _ in requests]
@@ -225,6 +228,7 @@ class ExportedTranslator(Translator):
     def with_decode(self, **overrides) -> Translator:
         variant = copy.copy(self)
         variant.decode = override_decode(self.decode, overrides)
+        check_tgt_lang(variant.decode, self.loaded.tags)
         variant.engine = self.engine.with_decode(variant.decode)
         return variant
 

@@ -141,8 +141,25 @@ def one_line_error(args: list[str], stdin: str, *needles: str) -> None:
 def test_target_language_errors_list_the_known_ones(model: Path):
     translate = ["translate", "-m", str(model), "--greedy"]
     one_line_error([*translate, "--tgt-lang", "xx"], "one\n", "unknown --tgt-lang 'xx'", "de, en, fr")
-    one_line_error(translate, "one\n", "needs --tgt-lang", "de, en, fr")
+    one_line_error(translate, "one\n", "needs a target language", "de, en, fr")
     one_line_error([*translate, "--input-format", "jsonl"], '{"text": "one", "tgt_lang": "it"}\n', "'it'", "de, en, fr")
     result = CliRunner().invoke(app, [*translate, "--tgt-lang", "de", "--input-format", "jsonl"],
                                 input='{"text": "one two"}\n{"text": "three", "tgt_lang": "fr"}\n{"text": ""}\n')
     assert result.exit_code == 0 and len(result.stdout.splitlines()) == 3
+
+
+def test_serve_asks_a_multilingual_model_for_the_target_language(model: Path):
+    from nmtkit.serve import ServeConfig, Service, parse_request
+
+    service = Service(Translator.load(model, device="cpu", threads=1, beam=1), ServeConfig())
+    sentences, options, _ = parse_request({"sentences": ["one two", {"text": "three", "tgt_lang": "fr"}],
+                                           "tgt_lang": "de"}, service.config)
+    translator = service.variant(options)
+    assert translator.decode.tgt_lang == "de"
+    service.check(translator, sentences)
+    with pytest.raises(NmtkitError, match="sentence 0: a multilingual model needs a target language.*de, en, fr"):
+        service.check(service.variant({}), sentences)
+    with pytest.raises(NmtkitError, match="unknown --tgt-lang 'xx'"):
+        service.variant({"tgt_lang": "xx"})
+    with pytest.raises(NmtkitError, match="sentence 1: unknown target language 'it'"):
+        service.check(translator, [sentences[0], Request("four", tgt_lang="it")])

@@ -30,6 +30,7 @@ from nmtkit.cli import app
 from nmtkit.config import DecodeConfig
 from nmtkit.errors import NmtkitError
 from nmtkit.export import export_model
+from nmtkit.inputs import Request
 from nmtkit.serve import BadRequest, ServeConfig, Service, make_app, parse_request
 
 STARTUP_SECONDS = 60
@@ -148,7 +149,11 @@ def test_nbest_and_scores_in_an_answer(server, models):
     (b"[1, 2]", 400, "JSON object"),
     (b"{}", 400, 'missing field "sentences"'),
     ({"sentences": "a b"}, 400, "list of strings"),
-    ({"sentences": ["a", 3]}, 400, "list of strings"),
+    ({"sentences": ["a", 3]}, 400, "sentence 1: expected a JSON object"),
+    ({"sentences": [{"txt": "a"}]}, 400, 'sentence 0: unknown key "txt"'),
+    ({"sentences": [{"text": "a", "constraints": [""]}]}, 400, "sentence 0: \"constraints\"[0] is empty"),
+    ({"sentences": [{"text": "a", "constraints": ["B"]}]}, 400, "CTranslate2 has no constrained search"),
+    ({"sentences": ["a"], "tgt_lang": "de"}, 400, "translates into"),
     ({"sentences": ["a"], "beam": "5"}, 400, "'beam' must be an integer"),
     ({"sentences": ["a"], "beam": True}, 400, "'beam' must be an integer"),
     ({"sentences": ["a"], "alpha": "high"}, 400, "'alpha' must be a number"),
@@ -197,8 +202,10 @@ def test_sigterm_answers_the_requests_in_flight_and_exits_zero(models):
 
 def test_parse_request_and_limits():
     config = ServeConfig(max_sentences=2)
-    assert parse_request({"sentences": ["a", ""], "beam": 3, "alpha": 1}, config) == (["a", ""], {"beam": 3,
-                                                                                                  "alpha": 1}, False)
+    assert parse_request({"sentences": ["a", ""], "beam": 3, "alpha": 1}, config) == \
+        ([Request("a"), Request("")], {"beam": 3, "alpha": 1}, False)
+    assert parse_request({"sentences": [{"text": "a", "constraints": ["B"], "prefix": "C"}]}, config)[0] == \
+        [Request("a", ("B",), (), "C")]
     with pytest.raises(BadRequest) as error:
         parse_request({"sentences": ["a", "b", "c"]}, config)
     assert error.value.status == 413
@@ -226,7 +233,11 @@ class EchoTranslator:
     def with_decode(self, **options) -> EchoTranslator:
         return EchoTranslator(options, self.calls)
 
-    def translate_nbest(self, lines: list[str]) -> list[list[tuple[str, float]]]:
+    def source_tag(self, request: Request, where: str) -> list[int]:
+        return []
+
+    def translate_requests(self, requests: list[Request]) -> list[list[tuple[str, float]]]:
+        lines = [request.text for request in requests]
         self.calls.append((self.options, lines))
         if "boom" in lines:
             raise RuntimeError("the model failed")
@@ -286,3 +297,18 @@ def test_a_failed_translation_is_a_500_and_the_service_goes_on():
         assert health["status"] == "stopping" and health["requests"] == 1  # translated
 
     run_service(ServeConfig(batch_wait_ms=1), scenario)
+
+
+
+def test_a_checkpoint_serves_constraints_prefixes_as_translate_does(models):
+    sentences = [{"text": "a b c", "constraints": ["H"]}, "d e", {"text": "f g", "prefix": "F A"},
+                 {"text": "b", "negative": ["B"]}, {"text": ""}]
+    jsonl = [json.dumps(sentence if isinstance(sentence, dict) else {"text": sentence}) for sentence in sentences]
+    expected = cli_translations(models[0], jsonl, "--beam", "3", "--input-format", "jsonl")
+    running = Server(models[0], "--device", "cpu", "--threads", "1")
+    try:
+        status, body = running.post({"sentences": sentences, "beam": 3})
+    finally:
+        running.stop()
+    assert status == 200 and body["translations"] == expected, body
+    assert "H" in body["translations"][0].split() and body["translations"][2].startswith("F A")
