@@ -206,3 +206,9 @@ def test_gold_alignments_that_do_not_fit(run: Path, tmp_path: Path):
     assert_error(nmtkit(*align, write(tmp_path / "g1", "0-0 x\n0-0\n")), "g1:1", "'x'")
     assert_error(nmtkit(*align, write(tmp_path / "g2", "0-0\n")), "2 predicted", "1 gold")
     assert_error(nmtkit(*align, write(tmp_path / "g3", "1-1\n1-1\n")), "g3:2", "1-1", "outside", "0-based")
+
+
+def test_a_model_flag_that_disagrees_with_the_config(tmp_path: Path):
+    config = write(tmp_path / "run.yaml", "model:\n  name: transformer\n  d_model: 32\n")
+    assert_error(nmtkit("train", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "run"), "--config", config,
+                        "--model", "luong"), "--model luong disagrees with", "run.yaml", "'transformer'")
