@@ -19,10 +19,11 @@ threads (nmtkit `--threads`; OpenNMT-py has no thread flag and takes OMP_NUM_THR
 The same weights also run in CTranslate2, twice, each through its own converter (conversions outside the timed
 commands): nmtkit's export (`nmtkit export`, float32 and int8 weights), translated by `nmtkit translate -m DIR`
 with nmtkit's search settings (outputs equal nmtkit's float32 ones up to float rounding, see nmtkit/ct2.py), and
-CTranslate2's own OpenNMT-py converter (`ct2-opennmt-py-converter`, run on the checkpoint above; it reads no
-OpenNMT-py code, and it leaves the layer norm epsilon at CTranslate2's 1e-6 where nmtkit and this checkpoint use
-1e-5), translated by benchmarks/ct2_translate.py with CTranslate2's defaults (`translate_file`: batches of 32
-sentences, length penalty 1 on |Y| without EOS, at most 256 tokens), its input and output as OpenNMT-py's.
+CTranslate2's own OpenNMT-py converter (`ct2-opennmt-py-converter`, float32 and int8 weights, run on the
+checkpoint above; it reads no OpenNMT-py code, and it leaves the layer norm epsilon at CTranslate2's 1e-6 where
+nmtkit and this checkpoint use 1e-5), translated by benchmarks/ct2_translate.py with CTranslate2's defaults
+(`translate_file`: batches of 32 sentences, length penalty 1 on |Y| without EOS, at most 256 tokens), its input and
+output as OpenNMT-py's.
 Both use their default batching: nmtkit (the checkpoint's decode settings) sorts 2000 lines at a time by length
 and cuts batches of 6000 source tokens; OpenNMT-py sorts up to 16384 lines by length and cuts batches of 30
 sentences. Both use their default output length limit: nmtkit 1.5 * source length + 10 per sentence, OpenNMT-py
@@ -70,7 +71,7 @@ log = logging.getLogger("translate_speed")
 
 NMTKIT, ONMT = "nmtkit", "OpenNMT-py 3.5.1"
 NMTKIT_CT2, NMTKIT_CT2_INT8 = "nmtkit → CTranslate2", "nmtkit → CTranslate2 int8"
-ONMT_CT2 = "OpenNMT-py → CTranslate2"
+ONMT_CT2, ONMT_CT2_INT8 = "OpenNMT-py → CTranslate2", "OpenNMT-py → CTranslate2 int8"
 CT2_TRANSLATE = Path(__file__).with_name("ct2_translate.py")
 REDUCED = "bf16/int8"  # suffix of the reduced-precision search: nmtkit --bf16, OpenNMT-py -precision int8
 ONMT_OWN_TIME = re.compile(r"Total translation time \(s\): ([\d.]+)")
@@ -205,12 +206,12 @@ def time_nmtkit(args: argparse.Namespace, inputs: Inputs, search: str, workdir: 
 
 
 # ---------------------------------------------------------------- CTranslate2 from OpenNMT-py's checkpoint
-def onmt_ct2_convert(onmt_model: Path, out: Path) -> Path:
+def onmt_ct2_convert(onmt_model: Path, out: Path, quantization: str = "float32") -> Path:
     """CTranslate2's own converter on the OpenNMT-py checkpoint (it unpickles the checkpoint's argparse options:
-    --unsafe_deserialization, for a file this script wrote)."""
+    --unsafe_deserialization, for a file this script wrote), with weights in `quantization`."""
     converter = Path(sys.executable).with_name("ct2-opennmt-py-converter")
-    run_timed([str(converter), "--model_path", str(onmt_model), "--output_dir", str(out), "--unsafe_deserialization"],
-              os.environ.copy(), out.with_suffix(".stdout"), out.with_suffix(".log"))
+    run_timed([str(converter), "--model_path", str(onmt_model), "--output_dir", str(out), "--unsafe_deserialization",
+               "--quantization", quantization], os.environ.copy(), out.with_suffix(".stdout"), out.with_suffix(".log"))
     return out
 
 
@@ -220,13 +221,14 @@ def ct2_command(args: argparse.Namespace, model: Path, source: Path, output: Pat
             "--threads", str(args.threads)]
 
 
-def time_onmt_ct2(args: argparse.Namespace, model: Path, inputs: Inputs, search: str, workdir: Path) -> Run:
-    name = file_name(ONMT_CT2, search)
+def time_onmt_ct2(args: argparse.Namespace, tool: str, model: Path, inputs: Inputs, search: str,
+                  workdir: Path) -> Run:
+    name = file_name(tool, search)
     env, output, log_path = thread_env(args.threads), workdir / f"{name}.out", workdir / f"{name}.log"
     stdout = workdir / f"{name}.stdout"
     startup = run_timed(ct2_command(args, model, first_line(inputs.pieces), output, search), env, stdout, log_path)
     wall = run_timed(ct2_command(args, model, inputs.pieces, output, search), env, stdout, log_path)
-    return Run(ONMT_CT2, search, wall, startup, decode_onmt(output, inputs))
+    return Run(tool, search, wall, startup, decode_onmt(output, inputs))
 
 
 # ---------------------------------------------------------------- OpenNMT-py
@@ -338,7 +340,7 @@ class Models:
     """What each tool runs, converted before any timing; None for a tool left out."""
 
     onmt: Path | None = None  # OpenNMT-py checkpoint, for onmt_translate
-    onmt_ct2: Path | None = None  # its CTranslate2 conversion
+    onmt_ct2: dict[str, Path] | None = None  # its CTranslate2 conversions per tool name (float32, int8)
     exports: dict[str, Path] | None = None  # nmtkit export per tool name (float32, int8)
 
 
@@ -355,7 +357,8 @@ def convert_models(args: argparse.Namespace, payload: dict, workdir: Path) -> Mo
     if args.skip_ctranslate2:
         print("CTranslate2 skipped (--skip-ctranslate2).")
         return models
-    models.onmt_ct2 = onmt_ct2_convert(workdir / "onmt.pt", workdir / "onmt-ct2")
+    models.onmt_ct2 = {tool: onmt_ct2_convert(workdir / "onmt.pt", workdir / file_name(tool, ""), quantization)
+                       for tool, quantization in ((ONMT_CT2, "float32"), (ONMT_CT2_INT8, "int8"))}
     models.exports = {tool: Path(export_model(args.model, workdir / file_name(tool, ""), "ctranslate2",
                                               quantization)["out"])
                       for tool, quantization in ((NMTKIT_CT2, "float32"), (NMTKIT_CT2_INT8, "int8"))}
@@ -369,7 +372,7 @@ def time_search(args: argparse.Namespace, models: Models, inputs: Inputs, search
     if search.endswith(REDUCED) or models.exports is None:
         return runs
     runs += [time_nmtkit(args, inputs, search, workdir, tool, model) for tool, model in models.exports.items()]
-    return runs + [time_onmt_ct2(args, models.onmt_ct2, inputs, search, workdir)]
+    return runs + [time_onmt_ct2(args, tool, model, inputs, search, workdir) for tool, model in models.onmt_ct2.items()]
 
 
 def time_all(args: argparse.Namespace, payload: dict, workdir: Path) -> tuple[list[Run], list[str] | None]:
