@@ -44,6 +44,7 @@ def test_the_finetune_recipe_scores_both_test_sets_before_and_after(tmp_path: Pa
     rows = first.stdout.strip().splitlines()
     assert rows[0].startswith("| model | messages BLEU") and len(rows) == 4, first.stdout
     assert rows[2].startswith("| Bible model |") and rows[3].startswith("| fine-tuned on messages |")
+    assert (tmp_path / "out" / "results.md").read_text(encoding="utf-8") == first.stdout
     manifest = json.loads((tmp_path / "data" / "prepared" / "manifest.json").read_text())
     assert manifest["filter"]["read"] == 60 and 0 < manifest["splits"]["train"]["sentences"] <= 60
     summary = json.loads((tmp_path / "out" / "train.summary.json").read_text())

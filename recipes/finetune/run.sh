@@ -50,5 +50,7 @@ for name, label in (("before", "Bible model"), ("after", "fine-tuned on messages
     scores = {s: json.load(open(f"{out}/{name}.{s}.json")) for s in ("messages", "bible")}
     rows.append(f"| {label} | " + " | ".join(f"{scores[s][m]['score']:.2f}" for s in ("messages", "bible")
                                             for m in ("bleu", "chrf")) + " |")
-print("\n".join(rows))
+table = "\n".join(rows) + "\n"
+open(f"{out}/results.md", "w", encoding="utf-8").write(table)
+print(table, end="")
 PY
