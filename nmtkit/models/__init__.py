@@ -1,3 +1,8 @@
 """The model zoo. Each architecture lives in its own file and registers itself on import."""
 
-from nmtkit.models import bahdanau, convs2s, gnmt, luong, seq2seq, transformer  # noqa: F401
+import nmtkit.models.bahdanau  # noqa: F401
+import nmtkit.models.convs2s  # noqa: F401
+import nmtkit.models.gnmt  # noqa: F401
+import nmtkit.models.luong  # noqa: F401
+import nmtkit.models.seq2seq  # noqa: F401
+import nmtkit.models.transformer  # noqa: F401
