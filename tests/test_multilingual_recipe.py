@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from scripts import load_script
@@ -11,6 +14,7 @@ from nmtkit.data.multilingual import read_pairs
 
 pairs_script = load_script("recipes/multilingual/pairs.py", "multilingual_pairs")
 report = load_script("recipes/multilingual/report.py", "multilingual_report")
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def write_corpus(data: Path, lang: str, test: list[tuple[str, str]]) -> None:
@@ -45,3 +49,40 @@ def test_report_table(tmp_path: Path):
     rows = report.table(tmp_path, ["de"], ["de-fr"]).splitlines()
     assert rows[2] == "| en-de | 20.00 / 45.50 | 20.00 / 45.50 |"
     assert rows[3] == "| de-en | — | — |" and rows[4] == "| de-fr (zero-shot) | 20.00 / 45.50 | — |"
+
+
+FAKE_NMTKIT = """#!/usr/bin/env bash
+echo "$*" >> "$NMTKIT_CALLS"
+if [ "$1" = evaluate ]; then echo '{"bleu": {"score": 1.0}, "chrf": {"score": 2.0}}'; fi
+"""
+
+
+def train_budgets(tmp_path: Path, **env: str) -> dict[str, str]:
+    """Run recipes/multilingual/run.sh with a stand-in nmtkit; each run directory's --max-time."""
+    bin_dir, calls = tmp_path / "bin", tmp_path / "calls.log"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "nmtkit").write_text(FAKE_NMTKIT)
+    (bin_dir / "nmtkit").chmod(0o755)
+    calls.unlink(missing_ok=True)
+    environment = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}"
+                   f"{os.environ['PATH']}", "NMTKIT_CALLS": str(calls), "LANGS": "de fr", "ZERO_SHOT": "de-fr",
+                   "DATA": str(tmp_path / "data"), "OUT": str(tmp_path / "runs"), **env}
+    result = subprocess.run(["bash", str(ROOT / "recipes" / "multilingual" / "run.sh")], env=environment,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    budgets = {}
+    for line in calls.read_text().splitlines():
+        words = line.split()
+        if words[0] == "train":
+            budgets[Path(words[words.index("--out") + 1]).name] = words[words.index("--max-time") + 1]
+    return budgets
+
+
+def test_the_multilingual_model_has_its_own_budget(tmp_path: Path):
+    write_corpus(tmp_path / "data", "de", [("Open", "Öffnen"), ("Save", "Speichern")])
+    write_corpus(tmp_path / "data", "fr", [("Save", "Enregistrer"), ("Open", "Ouvrir")])
+    for lang in ("de", "fr"):
+        (tmp_path / "data" / f"en-{lang}" / "stats.json").write_text("{}")  # extraction done
+    bilingual = ["en-de", "de-en", "en-fr", "fr-en"]
+    assert train_budgets(tmp_path, MAX_TIME="1m") == {"multi": "1m", **dict.fromkeys(bilingual, "1m")}
+    assert train_budgets(tmp_path, MAX_TIME="1m", MULTI_TIME="4m") == {"multi": "4m", **dict.fromkeys(bilingual, "1m")}
