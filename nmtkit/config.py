@@ -65,8 +65,11 @@ class TrainConfig:
     update_freq: int = option(1, "accumulate gradients over this many batches per update (per process)")
     lr: float = option(-1.0, "peak learning rate, reached at the end of warmup; -1 = by device: 1e-3 on a CPU, "
                              "7e-4 on a GPU")
-    warmup: int = option(-1, "linear warmup steps, then inverse square-root decay; -1 = by device: 500 on a CPU, "
+    warmup: int = option(-1, "linear warmup steps, then the lr_schedule's decay; -1 = by device: 500 on a CPU, "
                              "4000 on a GPU, and at most a tenth of max_steps")
+    lr_schedule: Literal["inverse_sqrt", "linear"] = option(
+        "inverse_sqrt", "after the warmup, inverse_sqrt: lr * sqrt(warmup / step); linear: lr decays linearly to 0 at "
+        "the end of the budget (the fraction of max_steps or max_time spent, whichever is further)")
     adam_beta1: float = option(0.9, "Adam beta1")
     adam_beta2: float = option(0.98, "Adam beta2")
     adam_eps: float = option(1e-9, "Adam epsilon")

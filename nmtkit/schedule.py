@@ -4,6 +4,10 @@ The defaults learn on the hardware they run on. On a CPU, an hour buys a few tho
 with a short warmup beat the usual large-batch, 4,000-update warmup by a wide margin (the Bible recipe's schedule
 sweep, recipes/bible/README.md; with the GPU schedule, 8 minutes on 35k English-German messages gave empty lines,
 BLEU 0.0). On a GPU the usual Transformer schedule (Vaswani et al. 2017, fairseq's 4,096-token batches) applies.
+
+Two learning-rate shapes after the warmup: the inverse square root (the default), and a linear decay to zero at
+the end of the run's budget (`linear`; Li et al. 2020, "Budgeted training"), which knows when the run ends because
+a CPU run is given its time.
 """
 
 from __future__ import annotations
@@ -43,5 +47,20 @@ def inverse_sqrt(warmup: int):
     def factor(step: int) -> float:
         step = max(step, 1)
         return min(step / warmup, math.sqrt(warmup / step)) if warmup > 0 else 1.0 / math.sqrt(step)
+
+    return factor
+
+
+def linear_to_budget(warmup: int, max_steps: int, max_time: float):
+    """lr factor of (step, seconds trained): a linear warmup over `warmup` steps, times a linear decay from 1 to 0
+    over the budget, the fraction of max_steps or max_time spent, whichever is further (0 = no such budget):
+    min(step / warmup, 1) * (1 - spent). At least one budget must be set."""
+    if max_steps <= 0 and max_time <= 0:
+        raise ValueError("a linear decay to the end of the budget needs max_steps or max_time")
+
+    def factor(step: int, elapsed: float) -> float:
+        ramp = min(max(step, 1) / warmup, 1.0) if warmup > 0 else 1.0
+        spent = max(step / max_steps if max_steps > 0 else 0.0, elapsed / max_time if max_time > 0 else 0.0)
+        return ramp * max(0.0, 1.0 - spent)
 
     return factor

@@ -44,7 +44,7 @@ from nmtkit.precision import auto_candidates, describe, dtype_name, fastest, tim
 from nmtkit.registry import build_model
 from nmtkit.run_log import RunLog
 from nmtkit.runtime import StopSignals, autocast_dtype, set_threads
-from nmtkit.schedule import inverse_sqrt, resolve_schedule
+from nmtkit.schedule import inverse_sqrt, linear_to_budget, resolve_schedule
 from nmtkit.validation import dev_loss, dev_scores
 
 log = logging.getLogger(__name__)
@@ -58,6 +58,9 @@ def check_train_config(train) -> None:
         raise NmtkitError("train.update_freq and train.batch_tokens must be at least 1")
     if train.max_length < 2:
         raise NmtkitError(f"train.max_length must be at least 2 (a subword and EOS), got {train.max_length}")
+    if train.lr_schedule == "linear" and not (train.max_steps or train.max_time):
+        raise NmtkitError("train.lr_schedule=linear decays to zero at the end of the budget: give --max-steps or "
+                          "--max-time")
     if train.compile and train.scheduled_sampling > 0:
         raise NmtkitError("train.compile does not combine with train.scheduled_sampling (the decoder unrolled step by "
                           "step would be recompiled); use one or the other")
@@ -111,14 +114,22 @@ class Trainer:
         self.optimizer = torch.optim.AdamW(
             self.model.parameters(), lr=train.lr, betas=(train.adam_beta1, train.adam_beta2), eps=train.adam_eps,
             weight_decay=train.weight_decay)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, inverse_sqrt(train.warmup))
-        self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision is torch.float16)
         self.progress = Progress()
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_factor(train))
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision is torch.float16)
         self.last_validated = 0
         self.run_log: RunLog | None = None
         self._epoch: tuple[int, list] = (-1, [])
         if self.world.rank > 0:  # the same initial weights everywhere, then each process its own dropout masks
             torch.manual_seed(train.seed + self.world.rank)
+
+    def _lr_factor(self, train):
+        """The schedule as LambdaLR's function of the step; the linear decay also reads the seconds trained so far
+        (self.progress, restored on resume)."""
+        if train.lr_schedule == "linear":
+            factor = linear_to_budget(train.warmup, train.max_steps, train.max_time)
+            return lambda step: factor(step, self.progress.elapsed)
+        return inverse_sqrt(train.warmup)
 
     def _build_model(self) -> nn.Module:
         shared = self.subwords[0] is self.subwords[1]

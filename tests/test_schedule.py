@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nmtkit.config import TrainConfig
-from nmtkit.schedule import CPU_SCHEDULE, GPU_SCHEDULE, resolve_schedule
+from nmtkit.schedule import CPU_SCHEDULE, GPU_SCHEDULE, linear_to_budget, resolve_schedule
 
 
 @pytest.mark.parametrize("device, schedule", [("cpu", CPU_SCHEDULE), ("cuda", GPU_SCHEDULE)])
@@ -33,3 +33,27 @@ def test_warmup_is_at_most_a_tenth_of_a_step_budget(max_steps, warmup):
 def test_settings_given_are_kept():
     given = TrainConfig(batch_tokens=2048, warmup=0, lr=5e-4, max_steps=100)
     assert resolve_schedule(given, "cuda") == given
+
+
+def test_linear_decay_reaches_zero_at_the_end_of_a_step_budget():
+    factor = linear_to_budget(warmup=10, max_steps=110, max_time=0)
+    assert factor(5, 0.0) == pytest.approx(0.5 * (1 - 5 / 110))  # warmup, already decaying: no jump at its end
+    assert factor(10, 0.0) == pytest.approx(1 - 10 / 110)
+    assert factor(60, 0.0) == pytest.approx(0.5 / 1.1)
+    assert factor(110, 0.0) == 0.0 and factor(200, 0.0) == 0.0
+    steps = [factor(step, 0.0) for step in range(10, 111)]
+    assert all(later < earlier for earlier, later in zip(steps, steps[1:]))
+
+
+def test_linear_decay_follows_the_time_spent_or_the_steps_whichever_is_further():
+    factor = linear_to_budget(warmup=0, max_steps=0, max_time=600.0)
+    assert factor(1000, 150.0) == pytest.approx(0.75)
+    assert factor(1000, 600.0) == 0.0
+    both = linear_to_budget(warmup=0, max_steps=100, max_time=600.0)
+    assert both(50, 60.0) == pytest.approx(0.5)  # half the steps, a tenth of the time
+    assert both(10, 450.0) == pytest.approx(0.25)  # a tenth of the steps, three quarters of the time
+
+
+def test_linear_decay_needs_a_budget():
+    with pytest.raises(ValueError, match="max_steps or max_time"):
+        linear_to_budget(warmup=10, max_steps=0, max_time=0)

@@ -86,6 +86,32 @@ def test_max_time_budget(data_dir: Path, tmp_path: Path):
     assert summary["steps"] == 1  # the budget is checked before each update
 
 
+def test_linear_schedule_decays_the_lr_to_zero_at_the_step_budget(data_dir: Path, tmp_path: Path):
+    trainer = Trainer(tiny_config(lr=1e-3, warmup=5, lr_schedule="linear", max_steps=20, valid_bleu=False),
+                      data_dir, tmp_path)
+    trainer.run()
+    rates = [r["lr"] for r in records(tmp_path) if "lr" in r]
+    assert [round(rate, 6) for rate in rates] == [round(1e-3 * (1 - step / 20), 6) for step in (5, 10, 15, 20)]
+    assert trainer.optimizer.param_groups[0]["lr"] == 0.0
+
+
+def test_linear_schedule_after_resume_goes_on_from_the_time_trained(data_dir: Path, tmp_path: Path):
+    first = Trainer(tiny_config(warmup=0, lr_schedule="linear", max_time=100.0, max_steps=4, valid_bleu=False),
+                    data_dir, tmp_path)
+    first.run()
+    resumed = Trainer(tiny_config(warmup=0, lr_schedule="linear", max_time=100.0, max_steps=8, valid_bleu=False),
+                      data_dir, tmp_path)
+    resumed.resume()
+    resumed.progress.elapsed = 75.0  # as if 75 of the 100 seconds were spent
+    resumed.scheduler.step()
+    assert resumed.optimizer.param_groups[0]["lr"] == pytest.approx(resumed.config.train.lr * 0.25)
+
+
+def test_linear_schedule_without_a_budget_is_an_error(data_dir: Path, tmp_path: Path):
+    with pytest.raises(NmtkitError, match="--max-steps or --max-time"):
+        Trainer(tiny_config(lr_schedule="linear"), data_dir, tmp_path)
+
+
 def test_scheduled_sampling_with_probability_zero_is_teacher_forcing(make_transformer, source_batch):
     model = make_transformer()
     _, src, src_mask = source_batch
