@@ -86,6 +86,23 @@ def test_max_time_budget(data_dir: Path, tmp_path: Path):
     assert summary["steps"] == 1  # the budget is checked before each update
 
 
+def test_the_fused_optimizer_steps_as_torchs_for_loop_adamw(data_dir: Path, tmp_path: Path):
+    trainer = Trainer(tiny_config(lr=1e-3, warmup=0, weight_decay=0.01, adam_beta2=0.9), data_dir, tmp_path)
+    assert trainer.optimizer.defaults["fused"]
+    params = list(trainer.model.parameters())
+    copies = [param.detach().clone().requires_grad_() for param in params]
+    reference = torch.optim.AdamW(copies, lr=1e-3, betas=(0.9, 0.9), eps=1e-9, weight_decay=0.01, foreach=False)
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(3):
+        for param, copy in zip(params, copies):
+            param.grad = torch.randn(param.shape, generator=generator)
+            copy.grad = param.grad.clone()
+        trainer.optimizer.step()
+        reference.step()
+    for param, copy in zip(params, copies):
+        torch.testing.assert_close(param.detach(), copy.detach(), rtol=1e-5, atol=1e-6)
+
+
 def test_linear_schedule_decays_the_lr_to_zero_at_the_step_budget(data_dir: Path, tmp_path: Path):
     trainer = Trainer(tiny_config(lr=1e-3, warmup=5, lr_schedule="linear", max_steps=20, valid_bleu=False),
                       data_dir, tmp_path)
