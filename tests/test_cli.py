@@ -76,7 +76,9 @@ def test_reverse_task_is_learned_end_to_end(trained: Path, reverse_data: Path):
     for search in (["--greedy"], ["--beam", "5"]):
         result = nmtkit("translate", "-m", str(trained / "model.pt"), "--input",
                         str(reverse_data / "raw" / "test.src"), *search)
-        assert exact_match(result.stdout.decode().splitlines(), references) >= 0.9, search
+        # whole reversed sequences right: 0.87-0.99 over seeds, thread counts and the fused or for-loop AdamW (the
+        # trajectory depends on float rounding); a model that has not learned the task scores about 0
+        assert exact_match(result.stdout.decode().splitlines(), references) >= 0.8, search
     assert (trained / "config.yaml").exists() and (trained / "last.pt").exists()
     records = [json.loads(line) for line in (trained / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records if "valid_bleu" in r] == [200, 400, 600, 800]
