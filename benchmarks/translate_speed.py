@@ -41,7 +41,9 @@ Empty input lines are left out (nmtkit does not translate them; OpenNMT-py would
 
 Usage: python benchmarks/translate_speed.py [--model runs/bible-es-en/transformer/model.pt]
        [--input data/bible/raw/test.es] [--ref data/bible/raw/test.en] [--threads 2] [--beam 5] [--skip-onmt]
-       [--skip-ctranslate2] [--reduced-precision]
+       [--skip-ctranslate2] [--reduced-precision] [--inter-threads 1]
+--inter-threads N runs every CTranslate2 model (both converters' outputs alike) with N workers of threads/N threads
+(CTranslate2's inter_threads and intra_threads); the PyTorch runs keep --threads threads in one process.
 (build the OpenNMT-py environment first with benchmarks/setup_onmt.sh).
 """
 
@@ -118,6 +120,8 @@ def parse_args() -> argparse.Namespace:
                         help="reference translations for BLEU (skipped if the file does not exist)")
     parser.add_argument("--threads", type=int, default=2, help="CPU threads for both tools")
     parser.add_argument("--beam", type=int, default=5, help="beam size of the beam-search runs")
+    parser.add_argument("--inter-threads", type=int, default=1,
+                        help="CTranslate2 runs: batches translated at once, each with threads/N threads")
     parser.add_argument("--onmt-venv", type=Path, default=Path("/work/onmt-venv"), help="OpenNMT-py 3.5.1 venv")
     parser.add_argument("--skip-onmt", action="store_true", help="leave out OpenNMT-py")
     parser.add_argument("--skip-ctranslate2", action="store_true", help="leave out the CTranslate2 runs")
@@ -192,8 +196,9 @@ def file_name(tool: str, search: str) -> str:
 def nmtkit_command(args: argparse.Namespace, source: Path, search: str, model: Path | None = None) -> list[str]:
     mode = ["--greedy"] if search == "greedy" else ["--beam", str(args.beam), "--length-penalty", "average"]
     mode += ["--bf16"] if search.endswith(REDUCED) else []
+    workers = ["--inter-threads", str(args.inter_threads)] if model is not None and args.inter_threads > 1 else []
     return [sys.executable, "-m", "nmtkit", "-q", "translate", "--model", str(model or args.model), "--input",
-            str(source), "--threads", str(args.threads), "--device", "cpu"] + mode
+            str(source), "--threads", str(args.threads), "--device", "cpu"] + workers + mode
 
 
 def time_nmtkit(args: argparse.Namespace, inputs: Inputs, search: str, workdir: Path, tool: str = NMTKIT,
@@ -218,7 +223,7 @@ def onmt_ct2_convert(onmt_model: Path, out: Path, quantization: str = "float32")
 def ct2_command(args: argparse.Namespace, model: Path, source: Path, output: Path, search: str) -> list[str]:
     beam = "1" if search == "greedy" else str(args.beam)
     return [sys.executable, str(CT2_TRANSLATE), str(model), str(source), str(output), "--beam", beam,
-            "--threads", str(args.threads)]
+            "--threads", str(args.threads), "--inter-threads", str(args.inter_threads)]
 
 
 def time_onmt_ct2(args: argparse.Namespace, tool: str, model: Path, inputs: Inputs, search: str,
@@ -314,7 +319,9 @@ def print_against_nmtkit(runs: list[Run]) -> None:
 
 
 def print_report(runs: list[Run], refs: list[str] | None, args: argparse.Namespace) -> None:
-    print(f"CPU, {args.threads} threads, beam {args.beam}; each tool's default batching and length limits.\n")
+    workers = (f"; CTranslate2 runs: {args.inter_threads} batches at once, {max(1, args.threads // args.inter_threads)}"
+               " thread(s) each" if args.inter_threads > 1 else "")
+    print(f"CPU, {args.threads} threads, beam {args.beam}; each tool's default batching and length limits{workers}.\n")
     print("| search | tool | sentences | tokens | wall s | startup s | sent/s (wall) | tok/s (wall) "
           "| sent/s (translate) | tok/s (translate) | BLEU |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")

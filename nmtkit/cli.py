@@ -29,6 +29,8 @@ _debug = False
 
 Files = Annotated[Path | None, typer.Option(dir_okay=False)]
 Overrides = Annotated[list[str] | None, typer.Option("--set", help="override a config key: section.key=value")]
+INTER_THREADS_HELP = ("an exported model (CTranslate2): search N batches at once, each with threads/N threads "
+                      "(at least 1)")
 
 
 def handle_errors(command):
@@ -234,6 +236,7 @@ def translate(
     bf16: Annotated[bool, typer.Option("--bf16", help="bfloat16 (GPUs; CPUs with AVX512-BF16/AMX)")] = False,
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N")] = "auto",
     threads: Annotated[int, typer.Option(help="CPU threads (0 = all cores)")] = 0,
+    inter_threads: Annotated[int, typer.Option(help=INTER_THREADS_HELP)] = 1,
     overrides: Overrides = None,
 ) -> None:
     """Translate lines from stdin (or --input) to stdout, one output line per input line (K with --nbest K).
@@ -251,7 +254,7 @@ def translate(
              "dtype": "float16" if fp16 else "bfloat16" if bf16 else None, "sample": sample or None,
              "temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed, "tgt_lang": tgt_lang}
     decode = apply_overrides({"decode": merge_flags({}, **flags)}, overrides or [])["decode"]
-    translator = Translator.load(model, device, threads, average, **decode)
+    translator = Translator.load(model, device, threads, average, inter_threads, **decode)
     if alignment and translator.decode.nbest > 1:
         raise NmtkitError("--alignment prints the links of the best translation; it does not combine with --nbest")
     for text in translate_stream(translator, _open_lines(input), scores, alignment, input_format,
@@ -290,6 +293,7 @@ def serve(
     batch_wait_ms: Annotated[float, typer.Option(help="wait for more requests after one arrives")] = 5.0,
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N")] = "auto",
     threads: Annotated[int, typer.Option(help="CPU threads (0 = all cores)")] = 0,
+    inter_threads: Annotated[int, typer.Option(help=INTER_THREADS_HELP)] = 1,
     overrides: Overrides = None,
 ) -> None:
     """Serve translations over HTTP: POST /translate {"sentences": [...]} -> {"translations": [...]}, GET /health.
@@ -301,7 +305,7 @@ def serve(
     config = ServeConfig(host=host, port=port, max_sentences=max_sentences, max_tokens=max_tokens, max_beam=max_beam,
                          batch_tokens=batch_tokens, batch_wait_ms=batch_wait_ms)
     decode = apply_overrides({"decode": {} if beam is None else {"beam": beam}}, overrides or [])["decode"]
-    serve_model(model, config, device, threads, **decode)
+    serve_model(model, config, device, threads, inter_threads, **decode)
 
 
 @app.command()

@@ -141,7 +141,8 @@ def ct2_device(name: str) -> tuple[str, int]:
 class CTranslate2Search:
     """Searches batches of subword ids with CTranslate2 and returns nmtkit Hypotheses (`nmtkit.search`)."""
 
-    def __init__(self, exported: ExportedModel, decode: DecodeConfig, device: str = "auto", threads: int = 0):
+    def __init__(self, exported: ExportedModel, decode: DecodeConfig, device: str = "auto", threads: int = 0,
+                 inter_threads: int = 1):
         import ctranslate2
 
         self.configure(decode)
@@ -151,9 +152,13 @@ class CTranslate2Search:
         self.tgt_ids = {tgt.id_to_piece(index): index for index in range(tgt.get_piece_size())}
         self.eos_piece = tgt.id_to_piece(EOS)
         self.device, index = ct2_device(device)
+        if inter_threads < 1:
+            raise NmtkitError(f"--inter-threads must be at least 1 (got {inter_threads})")
+        self.inter_threads = inter_threads
+        intra_threads = max(1, (threads if threads > 0 else os.cpu_count() or 1) // inter_threads)
         try:
             self.translator = ctranslate2.Translator(str(exported.directory), device=self.device, device_index=index,
-                                                     intra_threads=threads if threads > 0 else os.cpu_count() or 1)
+                                                     inter_threads=inter_threads, intra_threads=intra_threads)
         except (RuntimeError, ValueError) as error:
             raise NmtkitError(f"CTranslate2 cannot load {exported.directory}: {error}") from error
 

@@ -11,6 +11,7 @@ import copy
 import functools
 import logging
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from itertools import islice
 from pathlib import Path
 
@@ -75,17 +76,22 @@ class Translator:
 
     @classmethod
     def load(cls, path: str | Path | list[str | Path], device: str = "auto", threads: int | None = None,
-             average: int = 0, **decode) -> Translator:
+             average: int = 0, inter_threads: int = 1, **decode) -> Translator:
         """A Translator for a checkpoint (a list of several: an ensemble) or a directory written by `nmtkit export`
         (translated by CTranslate2). Keyword options are DecodeConfig fields (beam=5, nbest=2, ...) and override
         the model's own decode settings; `threads` CPU threads (0: all cores; None: torch's setting as it is);
-        `average` N averages the last N checkpoint_<step>.pt of the checkpoint's run."""
+        `average` N averages the last N checkpoint_<step>.pt of the checkpoint's run; `inter_threads` N (exported
+        directories only) searches N batches at once, each with threads/N threads."""
         paths = [Path(item) for item in (path if isinstance(path, (list, tuple)) else [path])]
         if any(item.is_dir() for item in paths):
             if len(paths) > 1 or average:
                 raise NmtkitError("an exported directory translates alone: no ensemble, no --average")
             exported = load_exported(paths[0])
-            return ExportedTranslator(exported, override_decode(exported.config.decode, decode), device, threads or 0)
+            return ExportedTranslator(exported, override_decode(exported.config.decode, decode), device, threads or 0,
+                                      inter_threads)
+        if inter_threads != 1:
+            raise NmtkitError("--inter-threads applies to a directory written by nmtkit export (CTranslate2); a "
+                              "checkpoint uses --threads")
         if threads is not None:
             set_threads(threads)
         torch_device = pick_device(device)
@@ -185,10 +191,11 @@ class Translator:
         outputs: list[list[tuple[str, float]]] = [[("", 0.0)] for _ in requests]
         todo = [index for index, request in enumerate(requests) if request.text.strip()]
         lengths = [len(ids[index]) for index in todo]
-        for batch in token_batches(lengths, lengths, self.decode.batch_tokens):  # no target yet: source lengths
-            rows = [todo[position] for position in batch]
-            wanted = [constraints[row] for row in rows]
-            found = self.search([ids[row] for row in rows], wanted if any(wanted) else None)
+        batches = [[todo[position] for position in batch]  # no target yet: source lengths
+                   for batch in token_batches(lengths, lengths, self.decode.batch_tokens)]
+        searched = self.search_batches([[ids[row] for row in rows] for rows in batches],
+                                       [[constraints[row] for row in rows] for rows in batches])
+        for rows, found in zip(batches, searched):
             decoded = iter(self.loaded.tgt_subword.decode([hyp.tokens for hyps in found for hyp in hyps]))
             for row, hyps in zip(rows, found):  # one decode call per batch: each call has a fixed cost
                 if not hyps[0].constraints_met:
@@ -196,6 +203,12 @@ class Translator:
                                 "without them", first_line + row)
                 outputs[row] = [(next(decoded), hyp.score) for hyp in hyps]
         return outputs
+
+    def search_batches(self, batches: list[list[list[int]]],
+                       constraints: list[list[Constraints | None]]) -> Iterator[list[list[Hypothesis]]]:
+        """`search` of each batch, in order (a batch without constraints is searched without them)."""
+        for sources, wanted in zip(batches, constraints):
+            yield self.search(sources, wanted if any(wanted) else None)
 
     def alignments(self, lines: list[str], translations: list[str]) -> list[str]:
         """Pharaoh links between each line's words and its translation's words."""
@@ -212,11 +225,24 @@ class ExportedTranslator(Translator):
     truncation and output format; the search runs in CTranslate2 (`nmtkit.ct2`). The PyTorch set-up of
     `Translator.__init__` does not apply."""
 
-    def __init__(self, exported: ExportedModel, decode: DecodeConfig, device: str = "auto", threads: int = 0):
+    def __init__(self, exported: ExportedModel, decode: DecodeConfig, device: str = "auto", threads: int = 0,
+                 inter_threads: int = 1):
         self.loaded, self.decode = exported, decode
         check_tgt_lang(decode, exported.tags)
-        self.engine = CTranslate2Search(exported, decode, device, threads)
+        self.engine = CTranslate2Search(exported, decode, device, threads, inter_threads)
         self.device, self.max_source = self.engine.device, self.engine.max_source
+
+    def search_batches(self, batches: list[list[list[int]]],
+                       constraints: list[list[Constraints | None]]) -> Iterator[list[list[Hypothesis]]]:
+        """With several CTranslate2 workers, that many batches are searched at once (each batch as it would be
+        alone, so the results do not change); sampling stays one batch at a time, in order, for its random
+        numbers."""
+        workers = self.engine.inter_threads
+        if workers == 1 or len(batches) == 1 or self.decode.sample:
+            yield from super().search_batches(batches, constraints)
+            return
+        with ThreadPoolExecutor(workers) as pool:  # CTranslate2 releases the GIL while it searches
+            yield from pool.map(self.search, batches, [wanted if any(wanted) else None for wanted in constraints])
 
     def search(self, sources: list[list[int]],
                constraints: list[Constraints | None] | None = None) -> list[list[Hypothesis]]:

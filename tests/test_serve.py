@@ -94,8 +94,10 @@ def models(tmp_path_factory) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="module")
 def server(models):
+    # two CTranslate2 workers of one thread each, and batches of a few subwords: gathered requests are searched
+    # several batches at a time (--inter-threads), and still answered as `nmtkit translate --threads 1` answers
     running = Server(models[1], "--device", "cpu", "--max-sentences", "8", "--max-tokens", "12",
-                     "--batch-wait-ms", "20")
+                     "--batch-wait-ms", "20", "--inter-threads", "2", "--set", "decode.batch_tokens=10")
     yield running
     if running.process.poll() is None:
         running.stop()

@@ -12,7 +12,7 @@ from scripts import load_script
 load_script("benchmarks/onmt_convert.py", "onmt_convert")
 speed = load_script("benchmarks/translate_speed.py", "translate_speed")
 
-ARGS = argparse.Namespace(model=Path("run/model.pt"), threads=2, beam=5)
+ARGS = argparse.Namespace(model=Path("run/model.pt"), threads=2, beam=5, inter_threads=1)
 
 
 def run(tool: str, search: str, wall: float, outputs: list[str]):
@@ -26,11 +26,16 @@ def test_nmtkit_commands_for_a_checkpoint_and_an_export():
     exported = speed.nmtkit_command(ARGS, Path("in.txt"), "greedy", Path("ct2-int8"))
     assert exported[exported.index("--model") + 1] == "ct2-int8" and exported[-1] == "--greedy"
     assert speed.nmtkit_command(ARGS, Path("in.txt"), f"beam 5, {speed.REDUCED}")[-1] == "--bf16"
+    workers = argparse.Namespace(**{**vars(ARGS), "inter_threads": 2})
+    assert "--inter-threads" not in speed.nmtkit_command(workers, Path("in.txt"), "greedy")  # PyTorch: --threads
+    exported = speed.nmtkit_command(workers, Path("in.txt"), "greedy", Path("ct2-int8"))
+    assert exported[exported.index("--inter-threads") + 1] == "2"
 
 
 def test_ctranslate2_command_and_run_names():
     command = speed.ct2_command(ARGS, Path("onmt-ct2"), Path("in.onmt"), Path("out"), "greedy")
-    assert command[1].endswith("benchmarks/ct2_translate.py") and command[-4:] == ["--beam", "1", "--threads", "2"]
+    assert command[1].endswith("benchmarks/ct2_translate.py") and command[-6:] == ["--beam", "1", "--threads", "2",
+                                                                                    "--inter-threads", "1"]
     assert speed.file_name(speed.NMTKIT_CT2_INT8, "beam 5, bf16/int8") == "nmtkit-CTranslate2-int8-beam-5-bf16-int8"
     assert speed.file_name(speed.ONMT_CT2, "") == "OpenNMT-py-CTranslate2"
 
