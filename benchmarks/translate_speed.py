@@ -41,9 +41,11 @@ Empty input lines are left out (nmtkit does not translate them; OpenNMT-py would
 
 Usage: python benchmarks/translate_speed.py [--model runs/bible-es-en/transformer/model.pt]
        [--input data/bible/raw/test.es] [--ref data/bible/raw/test.en] [--threads 2] [--beam 5] [--skip-onmt]
-       [--skip-ctranslate2] [--reduced-precision] [--inter-threads 1]
+       [--skip-ctranslate2] [--reduced-precision] [--inter-threads 1] [--shortlist data/bible/bpe8000]
 --inter-threads N runs every CTranslate2 model (both converters' outputs alike) with N workers of threads/N threads
 (CTranslate2's inter_threads and intra_threads); the PyTorch runs keep --threads threads in one process.
+--shortlist DATA adds an int8 export searched over a vocabulary shortlist built from DATA's training split
+(`nmtkit export --shortlist`, default sizes: 500 frequent pieces, 50 per source piece).
 (build the OpenNMT-py environment first with benchmarks/setup_onmt.sh).
 """
 
@@ -73,6 +75,7 @@ log = logging.getLogger("translate_speed")
 
 NMTKIT, ONMT = "nmtkit", "OpenNMT-py 3.5.1"
 NMTKIT_CT2, NMTKIT_CT2_INT8 = "nmtkit → CTranslate2", "nmtkit → CTranslate2 int8"
+NMTKIT_CT2_SHORTLIST = "nmtkit → CTranslate2 int8 + shortlist"
 ONMT_CT2, ONMT_CT2_INT8 = "OpenNMT-py → CTranslate2", "OpenNMT-py → CTranslate2 int8"
 CT2_TRANSLATE = Path(__file__).with_name("ct2_translate.py")
 REDUCED = "bf16/int8"  # suffix of the reduced-precision search: nmtkit --bf16, OpenNMT-py -precision int8
@@ -122,6 +125,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--beam", type=int, default=5, help="beam size of the beam-search runs")
     parser.add_argument("--inter-threads", type=int, default=1,
                         help="CTranslate2 runs: batches translated at once, each with threads/N threads")
+    parser.add_argument("--shortlist", type=Path, default=None,
+                        help="also an int8 export with the vocabulary shortlist of this data directory (the "
+                             "model's training data, e.g. data/bible/bpe8000)")
     parser.add_argument("--onmt-venv", type=Path, default=Path("/work/onmt-venv"), help="OpenNMT-py 3.5.1 venv")
     parser.add_argument("--skip-onmt", action="store_true", help="leave out OpenNMT-py")
     parser.add_argument("--skip-ctranslate2", action="store_true", help="leave out the CTranslate2 runs")
@@ -369,6 +375,9 @@ def convert_models(args: argparse.Namespace, payload: dict, workdir: Path) -> Mo
     models.exports = {tool: Path(export_model(args.model, workdir / file_name(tool, ""), "ctranslate2",
                                               quantization)["out"])
                       for tool, quantization in ((NMTKIT_CT2, "float32"), (NMTKIT_CT2_INT8, "int8"))}
+    if args.shortlist is not None:
+        models.exports[NMTKIT_CT2_SHORTLIST] = Path(export_model(
+            args.model, workdir / file_name(NMTKIT_CT2_SHORTLIST, ""), "ctranslate2", "int8", args.shortlist)["out"])
     return models
 
 

@@ -271,12 +271,18 @@ def export(
     to: Annotated[str, typer.Option(help="runtime to export for: ctranslate2")] = "ctranslate2",
     quantization: Annotated[str, typer.Option(help="weights: float32, int8, int8_float32, int8_float16, "
                                                    "int8_bfloat16, float16, bfloat16 or int16")] = "float32",
+    shortlist: Annotated[Path | None, typer.Option(
+        help="data directory the model was trained on (nmtkit prepare): search a vocabulary shortlist built from "
+             "its training split", file_okay=False)] = None,
+    shortlist_size: Annotated[int, typer.Option(help="shortlist: candidate target pieces per source piece")] = 50,
+    shortlist_frequent: Annotated[int, typer.Option(help="shortlist: most frequent target pieces, always "
+                                                         "candidates")] = 500,
 ) -> None:
     """Export a Transformer checkpoint to a directory that `translate -m DIR` and `serve -m DIR` run with
     CTranslate2 (subword models included); prints a JSON summary."""
     from nmtkit.export import export_model
 
-    print(json.dumps(export_model(model, out, to, quantization)))
+    print(json.dumps(export_model(model, out, to, quantization, shortlist, shortlist_size, shortlist_frequent)))
 
 
 @app.command()

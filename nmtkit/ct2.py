@@ -26,6 +26,10 @@ K best overall); with a minimum length, the renormalized steps can rank beams ot
 length limit continues in nmtkit from the K best non-EOS of 2K candidates, in CTranslate2 from those within the top
 K (they differ when an EOS is among the top K one step before the limit); and with --coverage-penalty, a
 hypothesis cut at the limit keeps CTranslate2's score, whose coverage lacks the EOS step.
+An export with a vocabulary shortlist (`nmtkit export --shortlist`, `nmtkit.shortlist`) is searched with it
+(`use_vmap`): each step's softmax then covers the batch's candidate pieces only, so translations can differ from
+the full vocabulary's and scores are log-probabilities within the shortlist (except for a hypothesis rescored at
+the length limit, which `score_batch` scores over the whole vocabulary).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from nmtkit.data.subword import EOS, Subword
 from nmtkit.errors import NmtkitError
 from nmtkit.run_config import build_config
 from nmtkit.search import Hypothesis, LengthPenalty, max_lengths
+from nmtkit.shortlist import VMAP
 
 MANIFEST, MANIFEST_FORMAT = "nmtkit.json", 1
 SOURCE_SUBWORD, TARGET_SUBWORD = "source.spm", "target.spm"
@@ -63,6 +68,7 @@ class ExportedModel:
     langs: tuple[str | None, str | None]
     quantization: str
     tags: dict[str, int] = field(default_factory=dict)  # a multilingual model's target languages and their tag ids
+    shortlist: bool = False  # searched over a vocabulary shortlist (`nmtkit.shortlist`)
 
 
 def is_exported(path: Path) -> bool:
@@ -85,8 +91,12 @@ def load_exported(directory: Path) -> ExportedModel:
         raise NmtkitError(f"{directory} is a damaged export ({type(error).__name__}: {error}); export it again") \
             from error
     langs = info.get("langs") or {}
+    shortlist = bool(info.get("shortlist"))
+    if shortlist and not (directory / VMAP).is_file():
+        raise NmtkitError(f"{directory} is a damaged export (its shortlist {VMAP} is missing); export it again")
     return ExportedModel(directory, build_config(info["config"]), src_subword, tgt_subword,
-                         (langs.get("src"), langs.get("tgt")), info.get("quantization", "?"), langs.get("tags") or {})
+                         (langs.get("src"), langs.get("tgt")), info.get("quantization", "?"), langs.get("tags") or {},
+                         shortlist)
 
 
 def ct2_length_penalty(decode: DecodeConfig) -> float:
@@ -145,6 +155,7 @@ class CTranslate2Search:
                  inter_threads: int = 1):
         import ctranslate2
 
+        self.shortlist = exported.shortlist
         self.configure(decode)
         self.max_source = exported.config.model.max_positions - 1  # EOS takes a position
         src, tgt = exported.src_subword.processor, exported.tgt_subword.processor
@@ -166,6 +177,8 @@ class CTranslate2Search:
         import ctranslate2
 
         self.options, self.decode = search_options(decode), decode
+        if self.shortlist:
+            self.options["use_vmap"] = True
         self.length_penalty = LengthPenalty(decode.length_penalty, decode.alpha, decode.beta)
         if decode.sample:
             ctranslate2.set_random_seed(decode.seed)

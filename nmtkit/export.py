@@ -16,7 +16,8 @@ between nmtkit and other toolkits, and so break their converters, are settled he
   the last decoder layer's averaged over all heads (`alignment_heads=0`), as nmtkit's.
 
 The directory also holds the SentencePiece model(s) and `nmtkit.json` (config, languages, decode defaults), so it
-alone is enough to translate (`nmtkit.ct2`).
+alone is enough to translate (`nmtkit.ct2`); with `--shortlist DATA`, also a vocabulary shortlist built from the
+training data (`vmap.txt`, `nmtkit.shortlist`), which `nmtkit translate` then uses.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from nmtkit.ct2 import MANIFEST, MANIFEST_FORMAT, SOURCE_SUBWORD, TARGET_SUBWORD
 from nmtkit.data.subword import BOS, EOS, UNK, Subword
 from nmtkit.errors import NmtkitError
 from nmtkit.models.transformer import DecoderLayer, EncoderLayer, Transformer
+from nmtkit.shortlist import VMAP, shortlist_from_data
 from nmtkit.version import __version__
 
 QUANTIZATIONS = ("float32", "int8", "int8_float32", "int8_float16", "int8_bfloat16", "float16", "bfloat16", "int16")
@@ -140,14 +142,15 @@ def model_spec(loaded: LoadedModel):
     return spec
 
 
-def manifest(loaded: LoadedModel, quantization: str) -> dict:
+def manifest(loaded: LoadedModel, quantization: str, shortlist: dict | None = None) -> dict:
     import ctranslate2
 
     joint = loaded.src_subword is loaded.tgt_subword
     return {"format": MANIFEST_FORMAT, "nmtkit_version": __version__, "ctranslate2_version": ctranslate2.__version__,
             "quantization": quantization, "config": to_dict(loaded.config),
             "subword": {"src": SOURCE_SUBWORD, "tgt": SOURCE_SUBWORD if joint else TARGET_SUBWORD, "joint": joint},
-            "langs": {"src": loaded.langs[0], "tgt": loaded.langs[1], "tags": dict(loaded.tags)}}
+            "langs": {"src": loaded.langs[0], "tgt": loaded.langs[1], "tags": dict(loaded.tags)},
+            **({"shortlist": shortlist} if shortlist else {})}
 
 
 def current_umask() -> int:
@@ -156,9 +159,11 @@ def current_umask() -> int:
     return mask
 
 
-def write_directory(loaded: LoadedModel, out: Path, quantization: str) -> None:
-    """Write the spec, the subword model(s) and nmtkit.json into a fresh sibling of `out`, then rename it: an
-    interrupted export leaves no half-written model directory behind."""
+def write_directory(loaded: LoadedModel, out: Path, quantization: str, vmap: str | None = None,
+                    shortlist: dict | None = None) -> None:
+    """Write the spec, the subword model(s), the shortlist's `vmap` text if any and nmtkit.json (`shortlist`: its
+    description) into a fresh sibling of `out`, then rename it: an interrupted export leaves no half-written model
+    directory behind."""
     spec = model_spec(loaded)
     spec.validate()
     spec.optimize(quantization=quantization)
@@ -166,7 +171,9 @@ def write_directory(loaded: LoadedModel, out: Path, quantization: str) -> None:
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         spec.save(str(staging))
-        info = manifest(loaded, quantization)
+        info = manifest(loaded, quantization, shortlist)
+        if vmap is not None:
+            (staging / VMAP).write_text(vmap, encoding="utf-8")
         (staging / SOURCE_SUBWORD).write_bytes(loaded.src_subword.proto)
         if not info["subword"]["joint"]:
             (staging / TARGET_SUBWORD).write_bytes(loaded.tgt_subword.proto)
@@ -180,8 +187,12 @@ def write_directory(loaded: LoadedModel, out: Path, quantization: str) -> None:
         raise
 
 
-def export_model(checkpoint: Path, out: Path, to: str = "ctranslate2", quantization: str = "float32") -> dict:
-    """Export checkpoint `checkpoint` (a Transformer) to the CTranslate2 directory `out`; returns a summary."""
+def export_model(checkpoint: Path, out: Path, to: str = "ctranslate2", quantization: str = "float32",
+                 shortlist: Path | None = None, shortlist_size: int = 50, shortlist_frequent: int = 500) -> dict:
+    """Export checkpoint `checkpoint` (a Transformer) to the CTranslate2 directory `out`; returns a summary. With
+    `shortlist` (a data directory prepared with the model's subword models), the directory also gets the
+    vocabulary shortlist of its training split: `shortlist_frequent` pieces always, `shortlist_size` per source
+    piece (`nmtkit.shortlist`)."""
     import torch
 
     if to != "ctranslate2":
@@ -191,6 +202,15 @@ def export_model(checkpoint: Path, out: Path, to: str = "ctranslate2", quantizat
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise NmtkitError(f"{out} already exists and is not an empty directory; remove it or choose another --out")
     loaded = restore_model(load_checkpoint(checkpoint), torch.device("cpu"))
-    write_directory(loaded, out, quantization)
+    check_exportable(loaded.model)
+    vmap, described = None, None
+    if shortlist is not None:
+        built = shortlist_from_data(shortlist, loaded.src_subword, loaded.tgt_subword, shortlist_size,
+                                    shortlist_frequent)
+        vmap = built.vmap(loaded.src_subword, loaded.tgt_subword)
+        described = {"file": VMAP, "data": str(shortlist), "pairs": built.pairs, "per_piece": shortlist_size,
+                     "frequent": len(built.frequent)}
+    write_directory(loaded, out, quantization, vmap, described)
     size = sum(path.stat().st_size for path in out.iterdir())
-    return {"out": str(out), "quantization": quantization, "bytes": size}
+    return {"out": str(out), "quantization": quantization, "bytes": size,
+            **({"shortlist": described} if described else {})}
