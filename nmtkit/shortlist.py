@@ -4,8 +4,8 @@ At each decoding step the output layer and the softmax cover the whole target vo
 model's decoding work. With a shortlist, CTranslate2 computes them over the candidates of the batch only: the
 `frequent` most frequent target pieces of the training data, plus, for each piece of the batch's sources, the
 `per_piece` target pieces most associated with it in the training data (`use_vmap`). The association is the Dice
-coefficient 2·c(s,t) / (c(s) + c(t)) of sentence-level co-occurrence: c counts the training pairs whose source
-holds piece s, whose target holds piece t, or both (each piece once per sentence).
+coefficient 2·c(s,t) / (c(s) + c(t)) of sentence-level co-occurrence: c(s) counts the training pairs whose source
+holds piece s, c(t) those whose target holds piece t, c(s,t) those with both (a piece counts once per sentence).
 
 The map is written as CTranslate2's `vmap.txt` (`source piece<TAB>target pieces`, the line with an empty source
 holding the pieces that are always candidates), in the exported directory, by `nmtkit export --shortlist DATA`.
