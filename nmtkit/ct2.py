@@ -8,7 +8,7 @@ search of each batch runs in CTranslate2, with options chosen so that it finds w
   alpha, and `none` is a length penalty too small to change a score (CTranslate2 ends a search with length
   penalty 0 once its best candidate is EOS, nmtkit once it has K hypotheses). `gnmt`, `sockeye` with beta != 0,
   a word penalty and --stop-finished have no CTranslate2 counterpart and are refused.
-- the length limit a * |X| + b (EOS included) is nmtkit's own (`max_lengths`), per sentence: a batch is searched
+- the length limit a * |X| + b (EOS included) is nmtkit's own (`length_limits`), per sentence: a batch is searched
   in one call up to its longest limit, and the sentences whose search came within a token of their own limit are
   searched again in groups of one limit (`_search_at_once`, `groups`). nmtkit ends a hypothesis that reaches its
   limit with a forced EOS, which CTranslate2 cannot do: it cuts the hypothesis one token earlier instead, and the
@@ -41,16 +41,14 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
 
-from nmtkit.config import Config, DecodeConfig
-from nmtkit.data.dataset import encode_sources
+from nmtkit.config import DecodeConfig, from_dict
 from nmtkit.data.subword import EOS, Subword
 from nmtkit.errors import NmtkitError
-from nmtkit.run_config import build_config
-from nmtkit.search import Hypothesis, LengthPenalty, max_lengths
-from nmtkit.shortlist import VMAP
+from nmtkit.hypotheses import Hypothesis, LengthPenalty, length_limits
 
 MANIFEST, MANIFEST_FORMAT = "nmtkit.json", 1
 SOURCE_SUBWORD, TARGET_SUBWORD = "source.spm", "target.spm"
+VMAP = "vmap.txt"  # the vocabulary shortlist, in CTranslate2's format (`nmtkit.shortlist`)
 # CTranslate2 divides by |Y|^length_penalty and, with a length penalty of exactly 0, stops a sentence as soon as
 # its best candidate is EOS. |Y|^1e-30 is exactly 1.0 in float arithmetic, so this ranks as `none` and stops as
 # nmtkit does, with K finished hypotheses.
@@ -62,7 +60,8 @@ class ExportedModel:
     """What an exported directory holds besides CTranslate2's own files (see `nmtkit.export`)."""
 
     directory: Path
-    config: Config
+    decode: DecodeConfig  # the checkpoint's decode settings
+    max_positions: int  # the longest sequence its position table holds
     src_subword: Subword
     tgt_subword: Subword
     langs: tuple[str | None, str | None]
@@ -87,6 +86,8 @@ def load_exported(directory: Path) -> ExportedModel:
         src_subword = Subword((directory / info["subword"]["src"]).read_bytes())
         joint = info["subword"]["joint"]
         tgt_subword = src_subword if joint else Subword((directory / info["subword"]["tgt"]).read_bytes())
+        config = info["config"]  # the checkpoint's whole config, read without the models (and torch)
+        max_positions = int(config["model"]["max_positions"])
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise NmtkitError(f"{directory} is a damaged export ({type(error).__name__}: {error}); export it again") \
             from error
@@ -94,7 +95,8 @@ def load_exported(directory: Path) -> ExportedModel:
     shortlist = bool(info.get("shortlist"))
     if shortlist and not (directory / VMAP).is_file():
         raise NmtkitError(f"{directory} is a damaged export (its shortlist {VMAP} is missing); export it again")
-    return ExportedModel(directory, build_config(info["config"]), src_subword, tgt_subword,
+    decode = from_dict(DecodeConfig, config.get("decode") or {}, "decode.")
+    return ExportedModel(directory, decode, max_positions, src_subword, tgt_subword,
                          (langs.get("src"), langs.get("tgt")), info.get("quantization", "?"), langs.get("tags") or {},
                          shortlist)
 
@@ -157,7 +159,7 @@ class CTranslate2Search:
 
         self.shortlist = exported.shortlist
         self.configure(decode)
-        self.max_source = exported.config.model.max_positions - 1  # EOS takes a position
+        self.max_source = exported.max_positions - 1  # EOS takes a position
         src, tgt = exported.src_subword.processor, exported.tgt_subword.processor
         self.src_pieces = [src.id_to_piece(index) for index in range(src.get_piece_size())]
         self.tgt_ids = {tgt.id_to_piece(index): index for index in range(tgt.get_piece_size())}
@@ -207,9 +209,9 @@ class CTranslate2Search:
         return sorted(hyps, key=lambda hyp: hyp.score, reverse=True)[: self.decode.nbest]
 
     def limits(self, sources: list[list[int]]) -> list[int]:
-        """Each source's output length limit, EOS included (nmtkit's `max_lengths`)."""
-        _, src_mask = encode_sources(sources)
-        return max_lengths(src_mask, self.decode.max_len_a, self.decode.max_len_b, self.max_source).tolist()
+        """Each source's output length limit, EOS included (nmtkit's `length_limits`)."""
+        return length_limits([len(ids) + 1 for ids in sources], self.decode.max_len_a, self.decode.max_len_b,
+                             self.max_source)
 
     @property
     def at_once(self) -> bool:
@@ -240,7 +242,7 @@ class CTranslate2Search:
 
     def groups(self, sources: list[list[int]]) -> list[tuple[list[int], int]]:
         """The rows of `sources` that CTranslate2 searches in one call, with their length limit (EOS included,
-        nmtkit's `max_lengths`). With a coverage penalty each sentence is searched alone: CTranslate2 4.8 gives
+        nmtkit's `length_limits`). With a coverage penalty each sentence is searched alone: CTranslate2 4.8 gives
         the sentences after the first of a batch another sentence's attention history, and counts the attention
         its padding positions get (about 1e-20: log coverage -46) in the penalty."""
         if not sources:

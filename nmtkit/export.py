@@ -33,11 +33,11 @@ from torch import Tensor, nn
 
 from nmtkit.checkpoint import LoadedModel, load_checkpoint, restore_model
 from nmtkit.config import to_dict
-from nmtkit.ct2 import MANIFEST, MANIFEST_FORMAT, SOURCE_SUBWORD, TARGET_SUBWORD
+from nmtkit.ct2 import MANIFEST, MANIFEST_FORMAT, SOURCE_SUBWORD, TARGET_SUBWORD, VMAP
 from nmtkit.data.subword import BOS, EOS, UNK, Subword
 from nmtkit.errors import NmtkitError
 from nmtkit.models.transformer import DecoderLayer, EncoderLayer, Transformer
-from nmtkit.shortlist import VMAP, shortlist_from_data
+from nmtkit.shortlist import shortlist_from_data
 from nmtkit.version import __version__
 
 QUANTIZATIONS = ("float32", "int8", "int8_float32", "int8_float16", "int8_bfloat16", "float16", "bfloat16", "int16")

@@ -9,23 +9,15 @@ and prefix constraints: the same search then ranks its candidates by dynamic bea
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
 
 from nmtkit.constraints import Choice, Constraints, ConstraintState, ConstraintTracker, WordEnds
 from nmtkit.data.subword import BOS, EOS
+from nmtkit.hypotheses import Hypothesis, LengthPenalty, length_limits
 from nmtkit.models.base import EncoderDecoder
-
-
-@dataclass
-class Hypothesis:
-    tokens: list[int]  # without BOS and EOS
-    score: float  # length-normalised log-probability used for ranking
-    log_prob: float = 0.0  # total log-probability including EOS
-    attention: list[list[float]] = field(default_factory=list)
-    constraints_met: bool = True  # False: its line's constraints could not all be met, and it ignores them
 
 
 def select_rows(tensors: dict[str, Tensor], index: Tensor) -> dict[str, Tensor]:
@@ -55,46 +47,9 @@ def coverage_penalty(coverage: Tensor, src_mask: Tensor, weight: float) -> Tenso
     return weight * covered.masked_fill(~src_mask, 0.0).sum(-1)
 
 
-@dataclass(frozen=True)
-class LengthPenalty:
-    """Ranks a finished hypothesis by log P(Y|X) / lp(|Y|) - word_penalty * |Y| + cp(X; Y), |Y| counting the EOS.
-
-    lp(|Y|) is 1 for `none`, |Y| for `average`, ((5 + |Y|) / 6)^alpha for `gnmt` (Wu et al. 2016, Eq. 14) and
-    ((beta + |Y|) / (beta + 1))^alpha for `sockeye` (Hieber et al. 2018). A negative word penalty rewards length.
-    `coverage` > 0 adds GNMT's coverage penalty with that weight (see `coverage_penalty`; needs attention).
-    """
-
-    kind: str = "average"
-    alpha: float = 1.0
-    beta: float = 0.0
-    word_penalty: float = 0.0
-    coverage: float = 0.0
-
-    def __post_init__(self):
-        if self.kind not in ("none", "average", "gnmt", "sockeye"):
-            raise ValueError(f"unknown length penalty {self.kind!r}")
-
-    def divisor(self, length: int) -> float:
-        if self.kind == "average":
-            return float(length)
-        if self.kind == "gnmt":
-            return ((5.0 + length) / 6.0) ** self.alpha
-        if self.kind == "sockeye":
-            return ((self.beta + length) / (self.beta + 1.0)) ** self.alpha
-        return 1.0
-
-    def __call__(self, log_prob: float, length: int) -> float:
-        return log_prob / self.divisor(length) - self.word_penalty * length
-
-    @property
-    def monotone(self) -> bool:
-        """Whether a hypothesis' score can only fall as it grows, so a finished one that beats every live beam wins."""
-        return self.kind == "none" and self.word_penalty >= 0 and self.coverage == 0
-
-
 def max_lengths(src_mask: Tensor, a: float, b: int, limit: int = 1024) -> Tensor:
-    """Per-sentence output limit a * |src| + b (EOS included), at least 1 and at most `limit`."""
-    return (src_mask.sum(dim=1).float() * a + b).long().clamp(1, limit)
+    """`length_limits` of a batch, on its device."""
+    return torch.tensor(length_limits(src_mask.sum(dim=1).tolist(), a, b, limit), device=src_mask.device)
 
 
 def argmax_choice(log_probs: Tensor) -> Tensor:

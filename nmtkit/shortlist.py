@@ -23,7 +23,6 @@ from nmtkit.data.prepare import load_subwords
 from nmtkit.data.subword import EOS, Subword
 from nmtkit.errors import NmtkitError
 
-VMAP = "vmap.txt"  # the file name CTranslate2 looks for in a model directory
 CHUNK = 20_000  # sentence pairs counted at a time (memory: their distinct piece pairs)
 
 

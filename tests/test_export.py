@@ -10,6 +10,8 @@ better below the best (CTranslate2 keeps every hypothesis that ends in a sentenc
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -316,6 +318,24 @@ def test_export_translate_through_the_command_line(pre_norm, tmp_path):
     assert_error(nmtkit("translate", "-m", str(float32), "--tgt-lang", "xx", stdin="a\n"), "translates into")
     assert_error(nmtkit("translate", "-m", str(tmp_path), stdin="a\n"), "nmtkit export")
     assert_error(nmtkit("export", "-m", str(checkpoint), "--out", str(float32)), "not an empty directory")
+
+
+def test_translating_an_export_imports_no_torch(pre_norm):
+    """The command line translates an exported directory without importing torch (its import takes 2 s)."""
+    _, directory = pre_norm
+    script = ("import sys\n"
+              "from nmtkit.cli import app\n"
+              "try:\n"
+              "    app()\n"
+              "finally:\n"
+              "    print('torch imported:', 'torch' in sys.modules, file=sys.stderr)\n")
+    result = subprocess.run([sys.executable, "-c", script, "translate", "-m", str(directory), "--threads", "1",
+                             "--beam", "3"], input="a b c\n\nd e\n", capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("\n") == 3 and result.stdout.split("\n")[1] == ""
+    assert result.stderr.splitlines()[-1] == "torch imported: False"
+    assert nmtkit("translate", "-m", str(directory), "--threads", "1", "--beam", "3", stdin="a b c\n\nd e\n").stdout \
+        == result.stdout
 
 
 def test_a_random_model_that_never_ends_is_cut_as_nmtkit_cuts_it(tmp_path, pre_norm):

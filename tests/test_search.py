@@ -14,6 +14,7 @@ from torch import Tensor
 
 from nmtkit.data.dataset import encode_sources
 from nmtkit.data.subword import BOS, EOS
+from nmtkit.hypotheses import length_limits
 from nmtkit.models.base import EncoderDecoder, Memory, State
 from nmtkit.search import (
     LengthPenalty,
@@ -260,6 +261,16 @@ def test_max_lengths():
     assert max_lengths(src_mask, 1.5, 2).tolist() == [6, 9, 48]
     assert max_lengths(src_mask, 1.5, 2, limit=20).tolist() == [6, 9, 20]
     assert max_lengths(src_mask, 0.0, 0).tolist() == [1, 1, 1]
+
+
+def test_length_limits_compute_in_float32_as_torch_does():
+    """The limits without torch (CTranslate2's path) are those torch computes in float32: 100 * 0.29 is 28.99...
+    in float64 but 29 in float32."""
+    assert length_limits([100], 0.29, 0) == [29]
+    lengths = list(range(0, 300))
+    for a, b in [(1.2, 10), (0.29, 0), (1.1, 5), (0.7, -3), (2.0, 0), (1.5, 2)]:
+        expected = (torch.tensor(lengths).float() * a + b).long().clamp(1, 256).tolist()
+        assert length_limits(lengths, a, b, 256) == expected, (a, b)
 
 
 def rescore(model: EncoderDecoder, src: Tensor, src_mask: Tensor, tokens: list[int]) -> float:
