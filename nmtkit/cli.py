@@ -29,8 +29,8 @@ _debug = False
 
 Files = Annotated[Path | None, typer.Option(dir_okay=False)]
 Overrides = Annotated[list[str] | None, typer.Option("--set", help="override a config key: section.key=value")]
-INTER_THREADS_HELP = ("an exported model (CTranslate2): search N batches at once, each with threads/N threads "
-                      "(at least 1)")
+INTER_THREADS_HELP = ("an exported model (CTranslate2): search N batches at once, each with threads/N threads and "
+                      "batch_tokens/N tokens (at least 1)")
 
 
 def handle_errors(command):

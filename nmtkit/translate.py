@@ -203,7 +203,7 @@ class Translator:
         todo = [index for index, request in enumerate(requests) if request.text.strip()]
         lengths = [len(ids[index]) for index in todo]
         batches = [[todo[position] for position in batch]  # no target yet: source lengths
-                   for batch in token_batches(lengths, lengths, self.decode.batch_tokens)]
+                   for batch in token_batches(lengths, lengths, self.batch_budget)]
         searched = self.search_batches([[ids[row] for row in rows] for rows in batches],
                                        [[constraints[row] for row in rows] for rows in batches])
         for rows, found in zip(batches, searched):
@@ -214,6 +214,11 @@ class Translator:
                                 "without them", first_line + row)
                 outputs[row] = [(next(decoded), hyp.score) for hyp in hyps]
         return outputs
+
+    @property
+    def batch_budget(self) -> int:
+        """Source tokens per batch, padding included (`decode.batch_tokens`)."""
+        return self.decode.batch_tokens
 
     def search_batches(self, batches: list[list[list[int]]],
                        constraints: list[list[Constraints | None]]) -> Iterator[list[list[Hypothesis]]]:
@@ -246,16 +251,29 @@ class ExportedTranslator(Translator):
         self.engine = CTranslate2Search(exported, decode, device, threads, inter_threads)
         self.device, self.max_source = self.engine.device, self.engine.max_source
 
+    @property
+    def workers(self) -> int:
+        """Batches searched at once: `--inter-threads`, or one when sampling (see `search_batches`)."""
+        return 1 if self.decode.sample else self.engine.inter_threads
+
+    @property
+    def batch_budget(self) -> int:
+        """`decode.batch_tokens` shared by the batches searched at once: N workers search N batches of 1/N of it
+        each, so that as many tokens are in flight (and as much memory) as with one worker, and a chunk of lines
+        is cut into N times as many batches, which keeps the workers busier. Batches searched on one thread each are
+        fastest small (the Bible test set, int8, beam 5, 2 workers: 113, 119 and 136 sentences/s at 6000, 3000 and
+        500 tokens a batch; docs/export-serve.md)."""
+        return max(1, self.decode.batch_tokens // self.workers)
+
     def search_batches(self, batches: list[list[list[int]]],
                        constraints: list[list[Constraints | None]]) -> Iterator[list[list[Hypothesis]]]:
         """With several CTranslate2 workers, that many batches are searched at once (each batch as it would be
         alone, so the results do not change); sampling stays one batch at a time, in order, for its random
         numbers."""
-        workers = self.engine.inter_threads
-        if workers == 1 or len(batches) == 1 or self.decode.sample:
+        if self.workers == 1 or len(batches) == 1:
             yield from super().search_batches(batches, constraints)
             return
-        with ThreadPoolExecutor(workers) as pool:  # CTranslate2 releases the GIL while it searches
+        with ThreadPoolExecutor(self.workers) as pool:  # CTranslate2 releases the GIL while it searches
             yield from pool.map(self.search, batches, [wanted if any(wanted) else None for wanted in constraints])
 
     def search(self, sources: list[list[int]],

@@ -243,14 +243,15 @@ def test_python_api_and_its_errors(pre_norm):
 
 @pytest.mark.parametrize("decode", [{"beam": 1}, {"beam": 4, "nbest": 2}])
 def test_batches_searched_at_once_translate_as_one_at_a_time(pre_norm, decode):
-    """--inter-threads 2: two CTranslate2 workers search two batches at the same time; each batch is searched as
-    it is alone, so the outputs are those of one worker of one thread, in input order (batches of a few tokens:
-    many of them)."""
+    """--inter-threads 2: two CTranslate2 workers search two batches at the same time, each of half the token
+    budget; each batch is searched as it is alone, so the outputs are those of one worker of
+    one thread with that budget, in input order (batches of a few tokens: many of them)."""
     checkpoint, directory = pre_norm
     lines = letter_lines(60, seed=11, longest=9) + ["", "h g f"]
-    alone = Translator.load(directory, threads=1, batch_tokens=12, **decode).translate_nbest(lines)
+    alone = Translator.load(directory, threads=1, batch_tokens=6, **decode).translate_nbest(lines)
     translator = Translator.load(directory, threads=2, inter_threads=2, batch_tokens=12, **decode)  # 1 thread each
     assert translator.engine.translator.num_translators == 2
+    assert (translator.batch_budget, translator.with_decode(batch_tokens=7).batch_budget) == (6, 3)
     assert translator.translate_nbest(lines) == alone
     with pytest.raises(NmtkitError, match="applies to a directory written by nmtkit export"):
         Translator.load(checkpoint, inter_threads=2)
@@ -306,9 +307,10 @@ def test_export_translate_through_the_command_line(pre_norm, tmp_path):
         output = nmtkit("translate", "-m", str(float32), "--threads", "1", *search, stdin=lines).stdout
         assert len(expected.splitlines()) == (8 if "--nbest" in search else 5)  # an empty line: one line
         assert_same_output(output, expected)
-    parallel = ["--threads", "2", "--inter-threads", "2", "--batch-tokens", "3", "--beam", "4", "--scores"]
+    parallel = ["--threads", "2", "--inter-threads", "2", "--batch-tokens", "6", "--beam", "4", "--scores"]
     assert nmtkit("translate", "-m", str(float32), *parallel, stdin=lines).stdout == \
-        nmtkit("translate", "-m", str(float32), "--threads", "1", *parallel[4:], stdin=lines).stdout
+        nmtkit("translate", "-m", str(float32), "--threads", "1", "--batch-tokens", "3", *parallel[6:],
+               stdin=lines).stdout  # two workers of batches of 3 tokens each
     assert_error(nmtkit("translate", "-m", str(checkpoint), "--inter-threads", "2", stdin="a\n"), "nmtkit export")
     assert_error(nmtkit("translate", "-m", str(float32), "--alignment", stdin="a\n"), "--alignment")
     assert_error(nmtkit("translate", "-m", str(float32), "--length-penalty", "gnmt", stdin="a\n"), "gnmt")
