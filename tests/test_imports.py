@@ -99,6 +99,15 @@ def test_no_import_circles():
     assert not found, f"import circles: {found}"
 
 
+def run_python(script: str) -> str:
+    """The standard output of `script` in a fresh interpreter on this checkout, which must succeed."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 def test_every_module_imports_on_its_own():
     """Each module imported first, with no nmtkit module loaded before it (a circle or a missing import shows up
     as an ImportError only in that order); one interpreter, nmtkit's modules cleared between imports."""
@@ -111,11 +120,7 @@ def test_every_module_imports_on_its_own():
               "        importlib.import_module(name)\n"
               "    except Exception as error:\n"
               "        print(f'{name}: {type(error).__name__}: {error}')\n")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT,
-                            timeout=600)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == "", result.stdout
+    assert run_python(script) == ""
 
 
 def test_the_exported_model_path_imports_no_torch():
@@ -126,8 +131,4 @@ def test_the_exported_model_path_imports_no_torch():
               f"for name in {path!r}:\n"
               "    importlib.import_module(name)\n"
               "print(sorted(name for name in sys.modules if name.split('.')[0] == 'torch')[:3])\n")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT,
-                            timeout=600)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == "[]\n"
+    assert run_python(script) == "[]\n"
