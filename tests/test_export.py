@@ -18,6 +18,7 @@ import pytest
 import torch
 from cli_runner import assert_error, nmtkit
 from letter_task import letter_lines, letter_task, train_tiny
+from scripts import load_script
 
 from nmtkit import Translator
 from nmtkit.checkpoint import load_checkpoint, make_payload, restore_model, save_atomic
@@ -257,6 +258,17 @@ def test_batches_searched_at_once_translate_as_one_at_a_time(pre_norm, decode):
         Translator.load(checkpoint, inter_threads=2)
     with pytest.raises(NmtkitError, match="at least 1"):
         Translator.load(directory, inter_threads=0)
+
+
+def test_the_batch_sweep_benchmark_times_every_size(pre_norm):
+    """benchmarks/batch_sweep.py: a row per beam and size (tokens per worker's batch), the first size of a beam
+    identical to itself."""
+    batch_sweep = load_script("benchmarks/batch_sweep.py", "batch_sweep")
+    rows = batch_sweep.sweep(pre_norm[1], letter_lines(12, seed=3, longest=6), threads=2, inter_threads=2,
+                             sizes=[4, 12], beams=[2, 1], repeats=1)
+    assert [(row["beam"], row["size"]) for row in rows] == [(2, 4), (2, 12), (1, 4), (1, 12)]
+    assert all(row["sent_per_s"] > 0 for row in rows)
+    assert rows[0]["identical"] == rows[2]["identical"] == 1.0
 
 
 def test_export_refuses_what_ctranslate2_cannot_run(tmp_path, pre_norm):
