@@ -268,7 +268,11 @@ def test_length_limits_compute_in_float32_as_torch_does():
     in float64 but 29 in float32."""
     assert length_limits([100], 0.29, 0) == [29]
     lengths = list(range(0, 300))
-    for a, b in [(1.2, 10), (0.29, 0), (1.1, 5), (0.7, -3), (2.0, 0), (1.5, 2)]:
+    grid = [(1.2, 10), (0.29, 0), (1.1, 5), (0.7, -3), (2.0, 0), (1.5, 2)]
+    generator = torch.Generator().manual_seed(0)
+    grid += [(float(a), int(b)) for a, b in zip(torch.rand(200, generator=generator, dtype=torch.float64) * 3,
+                                                  torch.randint(-5, 50, (200,), generator=generator))]
+    for a, b in grid:
         expected = (torch.tensor(lengths).float() * a + b).long().clamp(1, 256).tolist()
         assert length_limits(lengths, a, b, 256) == expected, (a, b)
 

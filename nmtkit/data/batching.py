@@ -1,13 +1,17 @@
-"""The length-bucketed, token-budget batcher of training, translation and alignment. It imports no torch, so that
-translating with an exported model never does (`nmtkit.hypotheses`)."""
+"""The length-bucketed, token-budget batcher of training, translation and alignment. It imports neither torch nor
+numpy, so that translating with an exported model never does (`nmtkit.hypotheses`)."""
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
-def token_batches(src_lens: np.ndarray | list[int], tgt_lens: np.ndarray | list[int], max_tokens: int,
-                  rng: np.random.Generator | None = None) -> list[np.ndarray]:
+def token_batches(src_lens: Sequence[int], tgt_lens: Sequence[int], max_tokens: int,
+                  rng: np.random.Generator | None = None) -> list[list[int]]:
     """Group sentences of similar length so that batch_size * longest (padding included) <= max_tokens.
 
     Sentences are sorted by target then source length (ties broken at random when `rng` is given, else kept in
@@ -15,12 +19,16 @@ def token_batches(src_lens: np.ndarray | list[int], tgt_lens: np.ndarray | list[
     budget forms a batch of its own. The one batcher of training, translation and alignment: translation, which
     has no target yet, gives the source lengths for both sides; alignment gives each pair's longer side.
     """
-    src_lens = np.asarray(src_lens, dtype=np.int64) + 1  # EOS
-    tgt_lens = np.asarray(tgt_lens, dtype=np.int64) + 1  # BOS
-    if not len(src_lens):
+    src_lens = [int(length) + 1 for length in src_lens]  # EOS
+    tgt_lens = [int(length) + 1 for length in tgt_lens]  # BOS
+    if not src_lens:
         return []
-    ties = rng.random(len(src_lens)) if rng is not None else np.arange(len(src_lens))
-    order = np.lexsort((ties, src_lens, tgt_lens))
+    if rng is not None:  # the caller's generator: numpy is loaded
+        import numpy as np
+
+        order = np.lexsort((rng.random(len(src_lens)), src_lens, tgt_lens)).tolist()
+    else:  # sorted() is stable: input order among equals
+        order = sorted(range(len(src_lens)), key=lambda index: (tgt_lens[index], src_lens[index]))
     batches, start, longest = [], 0, 0
     for pos, index in enumerate(order):
         candidate = max(longest, src_lens[index], tgt_lens[index])
