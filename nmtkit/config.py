@@ -61,15 +61,16 @@ class TrainConfig:
     max_time: float = option(0.0, "stop after this many seconds of training (0 = no limit)")
     max_epochs: int = option(0, "stop after this many epochs (0 = no limit)")
     batch_tokens: int = option(0, "token budget per batch (source or target, padding included); 0 = by device: "
-                                  "1024 on a CPU, 4096 on a GPU")
+                                  "512 on a CPU, 4096 on a GPU")
     update_freq: int = option(1, "accumulate gradients over this many batches per update (per process)")
     lr: float = option(-1.0, "peak learning rate, reached at the end of warmup; -1 = by device: 1e-3 on a CPU, "
                              "7e-4 on a GPU")
     warmup: int = option(-1, "linear warmup steps, then the lr_schedule's decay; -1 = by device: 500 on a CPU, "
                              "4000 on a GPU, and at most a tenth of max_steps")
-    lr_schedule: Literal["inverse_sqrt", "linear"] = option(
-        "inverse_sqrt", "after the warmup, inverse_sqrt: lr * sqrt(warmup / step); linear: lr decays linearly to 0 at "
-        "the end of the budget (the fraction of max_steps or max_time spent, whichever is further)")
+    lr_schedule: Literal["auto", "inverse_sqrt", "linear"] = option(
+        "auto", "after the warmup, inverse_sqrt: lr * sqrt(warmup / step); linear: lr decays linearly to 0 at the end "
+        "of the budget (the fraction of max_steps or max_time spent, whichever is further); auto = by device: linear "
+        "on a CPU when the run has a budget, inverse_sqrt otherwise")
     adam_beta1: float = option(0.9, "Adam beta1")
     adam_beta2: float = option(0.98, "Adam beta2")
     adam_eps: float = option(1e-9, "Adam epsilon")

@@ -3,7 +3,9 @@
 The defaults learn on the hardware they run on. On a CPU, an hour buys a few thousand updates: many small updates
 with a short warmup beat the usual large-batch, 4,000-update warmup by a wide margin (the Bible recipe's schedule
 sweep, recipes/bible/README.md; with the GPU schedule, 8 minutes on 35k English-German messages gave empty lines,
-BLEU 0.0). On a GPU the usual Transformer schedule (Vaswani et al. 2017, fairseq's 4,096-token batches) applies.
+BLEU 0.0), and a learning rate that decays to zero when the budget runs out beats the inverse square root. The CPU
+schedule is the Bible recipe's (tests/test_schedule.py holds them equal). On a GPU the usual Transformer schedule
+(Vaswani et al. 2017, fairseq's 4,096-token batches) applies.
 
 Two learning-rate shapes after the warmup: the inverse square root (the default), and a linear decay to zero at
 the end of the run's budget (`linear`; Li et al. 2020, "Budgeted training"), which knows when the run ends because
@@ -24,21 +26,26 @@ class DeviceSchedule:
     batch_tokens: int
     warmup: int
     lr: float
+    lr_schedule: str  # when the run has a budget (max_steps or max_time); inverse_sqrt without one
 
 
-CPU_SCHEDULE = DeviceSchedule(batch_tokens=1024, warmup=500, lr=1e-3)
-GPU_SCHEDULE = DeviceSchedule(batch_tokens=4096, warmup=4000, lr=7e-4)
+CPU_SCHEDULE = DeviceSchedule(batch_tokens=512, warmup=500, lr=1e-3, lr_schedule="linear")
+GPU_SCHEDULE = DeviceSchedule(batch_tokens=4096, warmup=4000, lr=7e-4, lr_schedule="inverse_sqrt")
 
 
 def resolve_schedule(train: TrainConfig, device_type: str) -> TrainConfig:
-    """`train` with the settings left to the device (batch_tokens 0, warmup -1, lr -1) filled in: the CPU or GPU
-    schedule, with the warmup at most a tenth of max_steps (a short run still spends most updates after it)."""
+    """`train` with the settings left to the device (batch_tokens 0, warmup -1, lr -1, lr_schedule auto) filled
+    in: the CPU or GPU schedule, with the warmup at most a tenth of max_steps (a short run still spends most
+    updates after it), and a linear decay only where the run has a budget to decay to."""
     schedule = GPU_SCHEDULE if device_type == "cuda" else CPU_SCHEDULE
     warmup = train.warmup
     if warmup < 0:
         warmup = min(schedule.warmup, max(1, train.max_steps // 10)) if train.max_steps else schedule.warmup
+    lr_schedule = train.lr_schedule
+    if lr_schedule == "auto":
+        lr_schedule = schedule.lr_schedule if train.max_steps or train.max_time else "inverse_sqrt"
     return dataclasses.replace(train, batch_tokens=train.batch_tokens or schedule.batch_tokens, warmup=warmup,
-                               lr=schedule.lr if train.lr < 0 else train.lr)
+                               lr=schedule.lr if train.lr < 0 else train.lr, lr_schedule=lr_schedule)
 
 
 def inverse_sqrt(warmup: int):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from nmtkit.config import TrainConfig
@@ -10,9 +12,19 @@ from nmtkit.schedule import CPU_SCHEDULE, GPU_SCHEDULE, linear_to_budget, resolv
 
 @pytest.mark.parametrize("device, schedule", [("cpu", CPU_SCHEDULE), ("cuda", GPU_SCHEDULE)])
 def test_bare_defaults_take_the_device_schedule(device, schedule):
-    train = resolve_schedule(TrainConfig(), device)
-    assert (train.batch_tokens, train.warmup, train.lr) == (schedule.batch_tokens, schedule.warmup, schedule.lr)
+    train = resolve_schedule(TrainConfig(max_time=600.0), device)
+    assert (train.batch_tokens, train.warmup, train.lr, train.lr_schedule) == \
+        (schedule.batch_tokens, schedule.warmup, schedule.lr, schedule.lr_schedule)
     assert train.amp == "auto"
+
+
+@pytest.mark.parametrize("budget", [{"max_time": 600.0}, {"max_steps": 5000}, {}])
+def test_the_cpu_decays_linearly_to_a_budget_only(budget):
+    """A CPU run given a budget decays to zero at its end; one without (until max_epochs or by hand) cannot."""
+    expected = "linear" if budget else "inverse_sqrt"
+    assert resolve_schedule(TrainConfig(**budget), "cpu").lr_schedule == expected
+    assert resolve_schedule(TrainConfig(**budget), "cuda").lr_schedule == "inverse_sqrt"
+    assert resolve_schedule(TrainConfig(lr_schedule="inverse_sqrt", **budget), "cpu").lr_schedule == "inverse_sqrt"
 
 
 def test_the_cpu_schedule_is_the_bible_recipes():
@@ -21,8 +33,9 @@ def test_the_cpu_schedule_is_the_bible_recipes():
     import yaml
 
     recipe = yaml.safe_load((Path(__file__).resolve().parents[1] / "recipes/bible/transformer.yaml").read_text())
-    assert (recipe["train"]["batch_tokens"], recipe["train"]["warmup"], recipe["train"]["lr"]) == \
-        (CPU_SCHEDULE.batch_tokens, CPU_SCHEDULE.warmup, CPU_SCHEDULE.lr)
+    train = recipe["train"]
+    assert (train["batch_tokens"], train["warmup"], train["lr"], train["lr_schedule"]) == \
+        (CPU_SCHEDULE.batch_tokens, CPU_SCHEDULE.warmup, CPU_SCHEDULE.lr, CPU_SCHEDULE.lr_schedule)
 
 
 @pytest.mark.parametrize("max_steps, warmup", [(0, 500), (100_000, 500), (2000, 200), (300, 30), (5, 1)])
@@ -31,8 +44,9 @@ def test_warmup_is_at_most_a_tenth_of_a_step_budget(max_steps, warmup):
 
 
 def test_settings_given_are_kept():
-    given = TrainConfig(batch_tokens=2048, warmup=0, lr=5e-4, max_steps=100)
+    given = TrainConfig(batch_tokens=2048, warmup=0, lr=5e-4, max_steps=100, lr_schedule="linear")
     assert resolve_schedule(given, "cuda") == given
+    assert resolve_schedule(dataclasses.replace(given, lr_schedule="inverse_sqrt"), "cpu").lr_schedule == "inverse_sqrt"
 
 
 def test_linear_decay_reaches_zero_at_the_end_of_a_step_budget():
