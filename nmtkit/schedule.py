@@ -7,7 +7,7 @@ BLEU 0.0), and a learning rate that decays to zero when the budget runs out beat
 schedule is the Bible recipe's (tests/test_schedule.py holds them equal). On a GPU the usual Transformer schedule
 (Vaswani et al. 2017, fairseq's 4,096-token batches) applies.
 
-Two learning-rate shapes after the warmup: the inverse square root (the default), and a linear decay to zero at
+Two learning-rate shapes after the warmup: the inverse square root (the GPU default), and a linear decay to zero at
 the end of the run's budget (`linear`; Li et al. 2020, "Budgeted training"), which knows when the run ends because
 a CPU run is given its time.
 """

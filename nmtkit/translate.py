@@ -260,9 +260,8 @@ class ExportedTranslator(Translator):
     def batch_budget(self) -> int:
         """`decode.batch_tokens` shared by the batches searched at once: N workers search N batches of 1/N of it
         each, so that as many tokens are in flight (and as much memory) as with one worker, and a chunk of lines
-        is cut into N times as many batches, which keeps the workers busier. Batches searched on one thread each are
-        fastest small (the Bible test set, int8, beam 5, 2 workers: 113, 119 and 136 sentences/s at 6000, 3000 and
-        500 tokens a batch; docs/export-serve.md)."""
+        is cut into N times as many batches, which keeps the workers busier (docs/export-serve.md has the speed of
+        each batch size)."""
         return max(1, self.decode.batch_tokens // self.workers)
 
     def search_batches(self, batches: list[list[list[int]]],
