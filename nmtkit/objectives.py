@@ -14,16 +14,18 @@ def label_smoothed_nll(logits: Tensor, target: Tensor, epsilon: float) -> tuple[
     """Summed label-smoothed loss and summed NLL (no gradient) over non-PAD targets.
 
     The smoothed target puts 1 - epsilon on the reference and spreads epsilon uniformly over the whole
-    vocabulary (Szegedy et al. 2016, Section 7), which is what `F.cross_entropy(label_smoothing=...)` computes
-    with a fused backward pass.
+    vocabulary (Szegedy et al. 2016, Section 7). Computed the way `F.cross_entropy(label_smoothing=...)` computes
+    it (aten's cross_entropy_loss_label_smoothing: one log-softmax, the NLL of the reference, the negative sum of
+    the log-probs over the vocabulary), so that the NLL for the log comes from the same log-softmax instead of a
+    second pass over the (tokens, vocabulary) logits.
     """
     logits, target = logits.reshape(-1, logits.size(-1)).float(), target.reshape(-1)
-    loss = F.cross_entropy(logits, target, ignore_index=PAD, label_smoothing=epsilon, reduction="sum")
+    log_probs = F.log_softmax(logits, dim=-1)
+    nll = F.nll_loss(log_probs, target, ignore_index=PAD, reduction="sum")
     if epsilon == 0.0:
-        return loss, loss.detach()
-    with torch.no_grad():
-        nll = F.cross_entropy(logits, target, ignore_index=PAD, reduction="sum")
-    return loss, nll
+        return nll, nll.detach()
+    smooth = -log_probs.sum(dim=-1).masked_fill(target == PAD, 0.0).sum()
+    return (1.0 - epsilon) * nll + smooth * (epsilon / logits.size(-1)), nll.detach()
 
 
 def scheduled_sampling_log_probs(model, src: Tensor, src_mask: Tensor, tgt_in: Tensor,
