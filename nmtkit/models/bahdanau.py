@@ -40,6 +40,7 @@ from nmtkit.config import option
 from nmtkit.data.subword import PAD
 from nmtkit.models.base import EncoderDecoder, Memory, State
 from nmtkit.modules.attention import Attention
+from nmtkit.modules.dropout import Dropout
 from nmtkit.modules.readout import DeepOutput
 from nmtkit.modules.rnn import LayerState, RNNEncoder, RNNStack, init_uniform, states_from_dict, states_to_dict
 from nmtkit.registry import register_model
@@ -85,7 +86,7 @@ class Bahdanau(EncoderDecoder):
         self.decoder = RNNStack(embed_dim, hidden, config.decoder_layers, config.cell, config.dropout, extra=hidden)
         self.readout = DeepOutput(hidden, embed_dim, hidden, embed_dim, config.readout)  # U_o, V_o, C_o
         self.output = nn.Linear(embed_dim, tgt_vocab)  # W_o
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self._initialise(config.init_scale)
         if config.tie_output:
             self.output.weight = self.tgt_embed.weight

@@ -27,6 +27,7 @@ from nmtkit.data.subword import PAD
 from nmtkit.errors import NmtkitError
 from nmtkit.models.base import AttentionChoice, EncoderDecoder, Memory, State, check_layer
 from nmtkit.modules.attention import masked_softmax
+from nmtkit.modules.dropout import Dropout
 from nmtkit.modules.embeddings import PositionEmbedding
 from nmtkit.registry import register_model
 
@@ -107,7 +108,7 @@ class EncoderBlock(nn.Module):
         kernel = config.encoder_kernel
         self.conv = glu_convolution(config.hidden, kernel, config.dropout, config.weight_norm)
         self.padding = ((kernel - 1) // 2, kernel // 2)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
 
     def forward(self, x: Tensor, pad_mask: Tensor) -> Tensor:
         """x (B, S, H); pad_mask (B, S, 1) True on padding, zeroed so it looks like the convolution's padding."""
@@ -125,7 +126,7 @@ class DecoderBlock(nn.Module):
         self.conv = glu_convolution(config.hidden, config.decoder_kernel, config.dropout, normalize)
         self.attention_in = linear(config.hidden, config.embed_dim, 0.0, normalize)  # W_d, b_d
         self.attention_out = linear(config.embed_dim, config.hidden, 0.0, normalize)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
 
     def forward(self, x: Tensor, history: Tensor, target_embedding: Tensor,
                 memory: Memory) -> tuple[Tensor, Tensor, Tensor]:
@@ -160,7 +161,7 @@ class ConvS2S(EncoderDecoder):
         self.tgt_positions = PositionEmbedding(config.embed_dim, config.max_positions, "learned")
         for positions in (self.src_positions, self.tgt_positions):
             nn.init.normal_(positions.table, 0.0, 0.1)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.encoder_in = linear(config.embed_dim, config.hidden, dropout, normalize)
         self.encoder = nn.ModuleList(EncoderBlock(config) for _ in range(config.encoder_layers))
         self.encoder_out = linear(config.hidden, config.embed_dim, 0.0, normalize)

@@ -34,6 +34,7 @@ from nmtkit.config import option
 from nmtkit.data.subword import PAD
 from nmtkit.models.base import EncoderDecoder, Memory, State
 from nmtkit.modules.attention import Attention
+from nmtkit.modules.dropout import Dropout
 from nmtkit.modules.rnn import LayerState, RNNEncoder, RNNStack, init_uniform, states_from_dict, states_to_dict
 from nmtkit.registry import register_model
 
@@ -95,7 +96,7 @@ class GNMT(EncoderDecoder):
         self.upper = RNNStack(hidden, hidden, config.decoder_layers - 1, config.cell, config.dropout, extra=hidden,
                               feed_all=True, residual_from=max(config.residual_from - 1, 0))
         self.output = nn.Linear(hidden, tgt_vocab)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         if config.init_scale:
             self._initialise(config.init_scale)
         if config.tie_output:

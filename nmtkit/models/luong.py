@@ -26,6 +26,7 @@ from nmtkit.config import option
 from nmtkit.data.subword import PAD
 from nmtkit.models.base import EncoderDecoder, Memory, State
 from nmtkit.modules.attention import Attention
+from nmtkit.modules.dropout import Dropout
 from nmtkit.modules.rnn import (
     RNNEncoder,
     RNNStack,
@@ -83,7 +84,7 @@ class Luong(EncoderDecoder):
                                    config.window_width, config.attention_hidden or None, config.max_positions)
         self.combine = nn.Linear(2 * config.hidden, config.hidden, bias=False)  # W_c (Eq. 5)
         self.output = nn.Linear(config.hidden, tgt_vocab)  # W_s (Eq. 6)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self._initialise(config.init_scale)
         if config.tie_output:
             self.output.weight = self.tgt_embed.weight

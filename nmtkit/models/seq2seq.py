@@ -31,6 +31,7 @@ from torch import Tensor, nn
 from nmtkit.config import option
 from nmtkit.data.subword import PAD
 from nmtkit.models.base import EncoderDecoder, Memory, State
+from nmtkit.modules.dropout import Dropout
 from nmtkit.modules.readout import DeepOutput
 from nmtkit.modules.rnn import (
     RNNEncoder,
@@ -88,7 +89,7 @@ class Seq2Seq(EncoderDecoder):
                                 extra=hidden if every_step else 0)
         self.readout = DeepOutput(hidden, embed_dim, hidden, embed_dim) if every_step else None  # Cho's O_h, O_y, O_c
         self.output = nn.Linear(embed_dim if every_step else hidden, tgt_vocab)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self._initialise(config.init_scale)
         if config.tie_output:
             self.output.weight = self.tgt_embed.weight

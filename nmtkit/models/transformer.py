@@ -19,6 +19,7 @@ from nmtkit.config import option
 from nmtkit.errors import NmtkitError
 from nmtkit.models.base import AttentionChoice, EncoderDecoder, Memory, State, check_layer
 from nmtkit.modules.attention import MultiHeadAttention
+from nmtkit.modules.dropout import Dropout
 from nmtkit.modules.embeddings import PositionEmbedding, TokenEmbedding
 from nmtkit.registry import register_model
 
@@ -46,7 +47,7 @@ class Sublayer(nn.Module):
 
     def __init__(self, d_model: int, dropout: float, pre_norm: bool):
         super().__init__()
-        self.norm, self.dropout, self.pre_norm = nn.LayerNorm(d_model), nn.Dropout(dropout), pre_norm
+        self.norm, self.dropout, self.pre_norm = nn.LayerNorm(d_model), Dropout(dropout), pre_norm
 
     def forward(self, x: Tensor, fn) -> tuple[Tensor, Tensor | None]:
         out, weights = fn(self.norm(x) if self.pre_norm else x)
@@ -61,7 +62,7 @@ class FeedForward(nn.Module):
         super().__init__()
         self.inner, self.outer = nn.Linear(config.d_model, config.ffn), nn.Linear(config.ffn, config.d_model)
         self.activation = F.relu if config.activation == "relu" else F.gelu
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
 
     def forward(self, x: Tensor) -> tuple[Tensor, None]:
         return self.outer(self.dropout(self.activation(self.inner(x)))), None
@@ -130,7 +131,7 @@ class Transformer(EncoderDecoder):
         share = config.share_embeddings and shared_vocab
         self.src_embed = self.tgt_embed if share else TokenEmbedding(src_vocab, config.d_model)
         self.positions = PositionEmbedding(config.d_model, config.max_positions, config.positions)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self.encoder = nn.ModuleList(EncoderLayer(config) for _ in range(config.encoder_layers))
         self.decoder = nn.ModuleList(DecoderLayer(config) for _ in range(config.decoder_layers))
         pre = config.norm == "pre"

@@ -15,6 +15,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from nmtkit.data.subword import EOS
+from nmtkit.modules.dropout import Dropout
 
 LayerState = tuple[Tensor, ...]  # (h,) for GRU, (h, c) for LSTM; each (B, H)
 
@@ -119,7 +120,7 @@ class RNNEncoder(nn.Module):
             both = index < bidirectional_layers
             size = embed_dim if index == 0 else hidden
             self.layers.append(make_rnn(cell, size, hidden // 2 if both else hidden, bidirectional=both))
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.residual_from = residual_from
 
     def forward(self, src: Tensor, src_mask: Tensor) -> tuple[Tensor, list[LayerState]]:
@@ -150,7 +151,7 @@ class RNNStack(nn.Module):
         self.layers = nn.ModuleList(
             make_rnn(cell, (input_size if index == 0 else hidden) + (extra if index == 0 or feed_all else 0), hidden)
             for index in range(layers))
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.feed_all, self.residual_from, self.cell = feed_all, residual_from, cell
 
     def forward(self, x: Tensor, states: list[LayerState], extra: Tensor | None = None,

@@ -1,0 +1,83 @@
+"""nmtkit's dropout: the drop rate, the scale, independent lanes, reproducibility and the gradient, against the
+binomial distribution and `F.dropout`'s contract; every model uses it."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+import nmtkit.models  # noqa: F401  (registers the built-in models)
+from nmtkit.modules.dropout import LANES, Dropout, dropout
+from nmtkit.registry import MODELS, build_model
+
+
+def effective(p: float) -> float:
+    return round(p * LANES) / LANES
+
+
+def within_binomial(count: int, trials: int, p: float, sigmas: float = 6.0) -> bool:
+    return abs(count - trials * p) <= sigmas * math.sqrt(trials * p * (1 - p))
+
+
+@pytest.mark.parametrize("p", [0.05, 0.1, 0.3, 0.5, 0.9])
+def test_drop_rate_and_scale(p: float):
+    torch.manual_seed(0)
+    out = dropout(torch.ones(1000, 1001), p)  # odd element count: the last 64-bit draw is used in part
+    dropped = int((out == 0).sum())
+    assert within_binomial(dropped, out.numel(), effective(p))
+    assert abs(effective(p) - p) <= 0.5 / LANES
+    kept = out[out != 0]
+    assert torch.equal(kept, torch.full_like(kept, LANES / (LANES - round(p * LANES))))
+
+
+def test_each_lane_of_a_draw_is_uniform_and_neighbours_are_independent():
+    torch.manual_seed(1)
+    p, rows = 0.5, 400_000
+    kept = (dropout(torch.ones(rows, 4), p) != 0).double()  # column j = lane j of one 64-bit draw
+    for lane in range(4):  # the top lane too (bit 63): a generator of non-negative int64 would bias it
+        assert within_binomial(int((kept[:, lane] == 0).sum()), rows, p)
+    for a in range(4):
+        for b in range(a + 1, 4):
+            correlation = torch.corrcoef(torch.stack([kept[:, a], kept[:, b]]))[0, 1]
+            assert abs(float(correlation)) < 6 / math.sqrt(rows)
+
+
+def test_masks_follow_the_seed_and_differ_between_calls():
+    x = torch.ones(64, 33)
+    torch.manual_seed(5)
+    first, second = dropout(x, 0.3), dropout(x, 0.3)
+    torch.manual_seed(5)
+    assert torch.equal(dropout(x, 0.3), first)
+    assert not torch.equal(first, second)
+
+
+def test_gradient_is_the_mask():
+    torch.manual_seed(2)
+    x = torch.randn(50, 70, requires_grad=True)
+    out = dropout(x, 0.2)
+    mask = out.detach() / x.detach()
+    upstream = torch.randn_like(out)
+    out.backward(upstream)
+    torch.testing.assert_close(x.grad, upstream * mask)
+
+
+def test_identity_in_eval_and_at_zero_and_edge_probabilities():
+    x = torch.randn(8, 9)
+    module = Dropout(0.4).eval()
+    assert module(x) is x
+    assert dropout(x, 0.0) is x
+    assert torch.equal(dropout(x, 1.0), torch.zeros_like(x))  # 16 bits cannot keep anything: F.dropout
+    assert dropout(x, 1e-7).shape == x.shape  # too small for 16 bits: F.dropout
+    assert dropout(x.bfloat16(), 0.3).dtype == torch.bfloat16
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        Dropout(1.5)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_every_model_uses_nmtkit_dropout(name: str):
+    model = build_model(MODELS[name].config_cls(), 20, 20, True)
+    assert not [module for module in model.modules() if type(module) is nn.Dropout]
+    assert any(isinstance(module, Dropout) for module in model.modules())
