@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from nmtkit.modules.dropout import dropout
 from nmtkit.registry import get_score, register_score
 
 
@@ -24,12 +25,15 @@ def masked_softmax(scores: Tensor, mask: Tensor | None, dim: int = -1) -> Tensor
     return weights.nan_to_num(0.0)
 
 
-def scaled_dot_product(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
-    """softmax(Q K^T / sqrt(d_k)) V  (Vaswani et al. 2017, Eq. 1). (..., Tq, d), (..., Tk, d) -> (..., Tq, d)."""
+def scaled_dot_product(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None,
+                       dropout_p: float = 0.0) -> tuple[Tensor, Tensor]:
+    """softmax(Q K^T / sqrt(d_k)) V  (Vaswani et al. 2017, Eq. 1). (..., Tq, d), (..., Tk, d) -> (..., Tq, d).
+    With `dropout_p`, dropout on the weights before they weigh the values (as in F.scaled_dot_product_attention);
+    the weights returned are those before dropout."""
     scores = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))  # (..., Tq, Tk)
     # half precision softmax in float32: more exact, and on CPUs faster
     weights = masked_softmax(scores.to(torch.promote_types(scores.dtype, torch.float32)), mask).to(value.dtype)
-    return weights @ value, weights
+    return dropout(weights, dropout_p) @ value, weights
 
 
 class MultiHeadAttention(nn.Module):
@@ -63,20 +67,22 @@ class MultiHeadAttention(nn.Module):
         With T == 1 and a cache, `causal` needs no mask: the one query is the newest position."""
         query = self.split_heads(self.query(x))  # (B, H, T, dh)
         head_mask = None if mask is None else mask.unsqueeze(1)  # (B, 1, T|1, L)
-        dropout = self.dropout if self.training else 0.0
-        if causal and head_mask is None and not need_weights and x.size(1) == key.size(2):
-            context = F.scaled_dot_product_attention(query, key, value, dropout_p=dropout, is_causal=True)
+        dropout_p = self.dropout if self.training else 0.0
+        # training on a CPU: forward and backward of the fused kernel were 1.2-1.35x slower than the two matmuls
+        # in float32 and 3-4x slower in bfloat16 (torch 2.13, batches of 20-160 sentences of 25 positions)
+        fused = not (self.training and x.device.type == "cpu")
+        if fused and causal and head_mask is None and not need_weights and x.size(1) == key.size(2):
+            context = F.scaled_dot_product_attention(query, key, value, dropout_p=dropout_p, is_causal=True)
             return self._merge(context), None
         if causal and x.size(1) > 1:
             length = key.size(2)
             past = torch.ones(x.size(1), length, dtype=torch.bool, device=x.device).tril(length - x.size(1))
             head_mask = past if head_mask is None else head_mask & past
-        if need_weights or (not self.training and x.size(1) <= self.few_queries):
-            # decoding: a few queries per row, where the fused kernel is 2-5x slower on CPU than two matmuls
-            context, weights = scaled_dot_product(query, key, value, head_mask)
-        else:
-            context = F.scaled_dot_product_attention(query, key, value, attn_mask=head_mask, dropout_p=dropout)
+        if fused and not need_weights and (self.training or x.size(1) > self.few_queries):
+            context = F.scaled_dot_product_attention(query, key, value, attn_mask=head_mask, dropout_p=dropout_p)
             weights = None
+        else:  # decoding a few queries per row, where the fused kernel is 2-5x slower on CPU; training on a CPU
+            context, weights = scaled_dot_product(query, key, value, head_mask, dropout_p)
         return self._merge(context), weights if need_weights else None
 
     def grouped(self, x: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None,
