@@ -16,6 +16,7 @@ from nmtkit.modules.attention import (
     masked_softmax,
     scaled_dot_product,
 )
+from nmtkit.modules.dropout import dropout
 from nmtkit.registry import SCORES
 
 
@@ -110,6 +111,46 @@ def test_matmul_path_equals_the_fused_kernel(attention, monkeypatch, queries, ca
     monkeypatch.setattr(attention, "few_queries", 0 if queries <= 16 else 100)
     fused, _ = attention(x, key, value, mask=mask, causal=causal)
     torch.testing.assert_close(matmul, fused, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_training_on_a_cpu_equals_the_fused_kernel_with_gradients(causal):
+    """Training on a CPU computes attention with two matmuls (faster there, forward and backward): the same output
+    and the same gradients as torch's fused kernel."""
+    torch.manual_seed(0)
+    attention = MultiHeadAttention(16, 4).train()
+    generator = torch.Generator().manual_seed(6)
+    x = torch.randn(3, 6, 16, generator=generator, requires_grad=True)
+    memory = x if causal else torch.randn(3, 8, 16, generator=generator, requires_grad=True)
+    mask = None if causal else (torch.arange(8) < torch.tensor([[8], [5], [1]])).unsqueeze(1)  # (B, 1, L)
+    key, value = attention.project_kv(memory)
+    output, _ = attention(x, key, value, mask=mask, causal=causal)
+    query = attention.split_heads(attention.query(x))
+    head_mask = None if causal else mask.unsqueeze(1)
+    fused = torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask=head_mask,
+                                                             is_causal=causal)
+    expected = attention._merge(fused)
+    torch.testing.assert_close(output, expected, rtol=0, atol=1e-6)
+    upstream = torch.randn_like(output)
+    inputs = [x] + ([] if causal else [memory]) + list(attention.parameters())
+    got = torch.autograd.grad(output, inputs, upstream, retain_graph=True)
+    for ours, torchs in zip(got, torch.autograd.grad(expected, inputs, upstream)):
+        torch.testing.assert_close(ours, torchs, rtol=1e-5, atol=1e-6)
+
+
+def test_attention_dropout_drops_weights_when_training_on_a_cpu():
+    torch.manual_seed(0)
+    attention = MultiHeadAttention(16, 4, dropout=0.5).train()
+    x = torch.randn(2, 5, 16, generator=torch.Generator().manual_seed(7))
+    key, value = attention.project_kv(x)
+    torch.manual_seed(11)
+    output, _ = attention(x, key, value)
+    query = attention.split_heads(attention.query(x))
+    weights = torch.softmax(query @ key.transpose(-2, -1) / math.sqrt(4), dim=-1)
+    torch.manual_seed(11)
+    expected = attention._merge(dropout(weights, 0.5) @ value)
+    torch.testing.assert_close(output, expected, rtol=0, atol=1e-6)
+    assert not torch.allclose(output, attention._merge(weights @ value), atol=1e-3)
 
 
 def test_grouped_queries_equal_keys_repeated_per_row(attention):
