@@ -33,6 +33,20 @@ def test_drop_rate_and_scale(p: float):
     assert torch.equal(kept, torch.full_like(kept, LANES / (LANES - round(p * LANES))))
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_precision_keeps_the_exact_scale(dtype: torch.dtype):
+    """Each kept element is its value times 1 / (1 - p) rounded once to the dtype, as with torch's dropout: a scale
+    rounded to bfloat16 (1.109375 for 1.111119 at p 0.1) would shrink every kept activation by 0.16%."""
+    torch.manual_seed(3)
+    x = torch.rand(300, 301).add_(1.0).to(dtype)  # values in [1, 2]
+    out = dropout(x, 0.1)
+    kept = out != 0
+    expected = (x.float() * (LANES / (LANES - round(0.1 * LANES)))).to(dtype)
+    assert torch.equal(out[kept], expected[kept])
+    ratio = (out[kept].double() / x[kept].double()).mean()
+    assert abs(float(ratio) - 1 / (1 - effective(0.1))) < 1e-4
+
+
 def test_each_lane_of_a_draw_is_uniform_and_neighbours_are_independent():
     torch.manual_seed(1)
     p, rows = 0.5, 400_000

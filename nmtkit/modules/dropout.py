@@ -22,13 +22,18 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def keep_mask(shape: torch.Size, p: float, dtype: torch.dtype, device: torch.device) -> Tensor:
-    """The scaled keep mask of `dropout`: 0 where an element is dropped, 1 / (1 - p') elsewhere, where p' is p
-    rounded to a multiple of 1/65536 (between 1/65536 and 1 - 1/65536)."""
+    """The keep mask of `dropout`, in `dtype`: 0 where an element is dropped (probability p rounded to a multiple
+    of 1/65536, between 1/65536 and 1 - 1/65536), 1 elsewhere."""
     dropped = round(p * LANES)
     numel = shape.numel()
     draws = torch.randint(INT64_MIN, INT64_MAX, ((numel + 3) // 4,), dtype=torch.int64, device=device)
     lanes = draws.view(torch.int16)[:numel].view(shape)  # uniform over [-32768, 32767]
-    return (lanes >= dropped - LANES // 2).to(dtype).mul_(LANES / (LANES - dropped))
+    return (lanes >= dropped - LANES // 2).to(dtype)
+
+
+def keep_scale(p: float) -> float:
+    """The factor of the kept elements: the inverse of `keep_mask`'s keep probability."""
+    return LANES / (LANES - round(p * LANES))
 
 
 def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
@@ -37,7 +42,12 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
         return x
     if x.device.type != "cpu" or not 0 < round(p * LANES) < LANES:
         return F.dropout(x, p, training)
-    return x * keep_mask(x.shape, p, x.dtype, x.device)
+    mask = keep_mask(x.shape, p, x.dtype, x.device)
+    if x.dtype in (torch.float32, torch.float64):
+        return x * mask.mul_(keep_scale(p))  # the scale is exact to the dtype's precision: one pass over x
+    # in bfloat16 or float16 the scale itself would round (1.109375 for 1.111119 at p 0.1): multiply by it as a
+    # float scalar, as torch's dropout does, so each kept element is its value times the exact scale, rounded once
+    return (x * mask).mul_(keep_scale(p))
 
 
 class Dropout(nn.Module):
