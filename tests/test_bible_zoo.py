@@ -6,11 +6,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from scripts import ROOT, load_script
+from tools import recipe_path
 
 report = load_script("recipes/bible/report.py", "bible_report")
 
@@ -34,7 +34,7 @@ def run_zoo(tmp_path: Path, models: str, jobs: str) -> tuple[subprocess.Complete
     (recipe / "run.sh").write_text(FAKE_RUN)
     (recipe / "report.py").write_text(FAKE_REPORT)
     root = tmp_path / "zoo"
-    path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"  # zoo.sh calls `python`, as under `make`
+    path = recipe_path(os.environ['PATH'])  # zoo.sh calls `python`
     env = {"PATH": path, "MODELS": models, "JOBS": jobs, "ROOT": str(root), "ZOO_TIME": "1m"}
     done = subprocess.run(["bash", str(recipe / "zoo.sh")], env=env, capture_output=True, text=True, timeout=60)
     calls = (root / "calls").read_text().split("\n") if (root / "calls").exists() else []

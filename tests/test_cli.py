@@ -295,9 +295,9 @@ def test_option_help_is_the_config_keys_help(monkeypatch, command: str, option: 
 def resumable_training(reverse_data: Path, run: Path) -> list[str]:
     """A short run with dropout (so that resuming must restore the random state), logging every update."""
     return ["train", "--data", str(reverse_data / "data"), "--config", str(REVERSE_CONFIG), "--out", str(run),
-            "--quiet", "--threads", "1", "--seed", "3", "--max-steps", "60", "--set", "model.dropout=0.1",
-            "--set", "train.valid_every=10", "--set", "train.valid_bleu=false", "--set", "train.log_every=1",
-            "--set", "train.keep_checkpoints=0"]
+            "--quiet", "--device", "cpu", "--threads", "1", "--seed", "3", "--max-steps", "60",
+            "--set", "model.dropout=0.1", "--set", "train.valid_every=10", "--set", "train.valid_bleu=false",
+            "--set", "train.log_every=1", "--set", "train.keep_checkpoints=0"]
 
 
 @pytest.fixture(scope="module")

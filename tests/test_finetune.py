@@ -23,7 +23,7 @@ MODEL = {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "f
 
 def config(model: dict | None = None, **train_settings):
     train_section = {"batch_tokens": 256, "warmup": 10, "log_every": 5, "threads": 1, "amp": "none",
-                     "valid_every": 10, "valid_bleu": False, **train_settings}
+                     "valid_every": 10, "valid_bleu": False, "device": "cpu", **train_settings}
     return build_config({"model": {**MODEL, **(model or {})}, "train": train_section})
 
 

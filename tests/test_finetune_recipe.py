@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from letter_task import letter_lines, letter_task, train_tiny
+from tools import recipe_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -21,7 +21,7 @@ def write_pairs(directory: Path, name: str, lines: list[str]) -> None:
 
 
 def run_recipe(tmp_path: Path, base: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    env = {**os.environ, "PATH": recipe_path(os.environ['PATH']),
            "BASE": str(base), "BIBLE": str(tmp_path / "bible"), "DATA": str(tmp_path / "data"),
            "OUT": str(tmp_path / "out"), "THREADS": "1", "BEAM": "2", "OMP_NUM_THREADS": "1",
            "FINETUNE_ARGS": "--max-steps 6 --set train.batch_tokens=256 --set train.valid_every=3 "

@@ -24,6 +24,10 @@ from nmtkit.registry import build_model
 from nmtkit.run_config import build_config
 
 WORDS = "uno dos tres cuatro cinco seis siete ocho nueve diez Paul Peter Jerusalem Theophilus the then there".split()
+# Translations here run on the CPU: these tests compare a line translated among others, or with constraints, against
+# the same line alone, with untrained models whose scores nearly tie; the search itself is tested on every device
+# present in test_search.py.
+CPU = ("--device", "cpu")
 TINY = {"name": "transformer", "encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32,
         "max_positions": 64}
 
@@ -110,19 +114,19 @@ def assert_meets(text: str, record: dict) -> None:
                                     ["--length-penalty", "sockeye", "--beta", "2"], ["--word-penalty", "0.5"]],
                          ids=["beam", "greedy", "none", "gnmt", "sockeye", "word-penalty"])
 def test_jsonl_outputs_meet_their_constraints(models, search):
-    result = nmtkit("translate", "-m", models["word"], "--input-format", "jsonl", *search, stdin=jsonl(*RECORDS))
+    result = nmtkit("translate", *CPU, "-m", models["word"], "--input-format", "jsonl", *search, stdin=jsonl(*RECORDS))
     assert result.exit_code == 0, result.stderr
     outputs = result.stdout.split("\n")
     assert len(outputs) == len(RECORDS) + 1 and outputs[-1] == "" and outputs[3] == ""
     for text, record in zip(outputs, RECORDS):
         assert_meets(text, record)
-    plain = nmtkit("translate", "-m", models["word"], *search, stdin="cuatro cinco\n").stdout
+    plain = nmtkit("translate", *CPU, "-m", models["word"], *search, stdin="cuatro cinco\n").stdout
     assert outputs[1] + "\n" == plain  # a line without constraints translates as in text input
 
 
 def test_nbest_scores_and_ensembles_with_constraints(models):
     model, records = models["word"], RECORDS[:3]
-    result = nmtkit("translate", "-m", model, "--input-format", "jsonl", "--beam", "4", "--nbest", "3",
+    result = nmtkit("translate", *CPU, "-m", model, "--input-format", "jsonl", "--beam", "4", "--nbest", "3",
                     stdin=jsonl(*records))
     rows = [line.split(" ||| ") for line in result.stdout.splitlines()]
     for index, record in enumerate(records):
@@ -130,9 +134,9 @@ def test_nbest_scores_and_ensembles_with_constraints(models):
         assert hypotheses and len(hypotheses) <= 3
         for _, text, _ in hypotheses:
             assert_meets(text, record)
-    single = nmtkit("translate", "-m", model, "--input-format", "jsonl", "--scores", stdin=jsonl(*records)).stdout
+    single = nmtkit("translate", *CPU, "-m", model, "--input-format", "jsonl", "--scores", stdin=jsonl(*records)).stdout
     assert all(len(line.split(" ||| ")) == 2 for line in single.splitlines())
-    ensemble = nmtkit("translate", "-m", model, "-m", model, "--input-format", "jsonl", "--scores",
+    ensemble = nmtkit("translate", *CPU, "-m", model, "-m", model, "--input-format", "jsonl", "--scores",
                       stdin=jsonl(*records)).stdout
     assert [line.split(" ||| ")[0] for line in ensemble.splitlines()] == \
         [line.split(" ||| ")[0] for line in single.splitlines()]
@@ -141,15 +145,15 @@ def test_nbest_scores_and_ensembles_with_constraints(models):
 def test_tsv_constraints(models, tmp_path: Path):
     source = tmp_path / "in.tsv"
     source.write_text("uno dos\tPaul\tthe then\ntres\n")
-    result = nmtkit("translate", "-m", models["word"], "--input-format", "tsv", "--input", str(source))
+    result = nmtkit("translate", *CPU, "-m", models["word"], "--input-format", "tsv", "--input", str(source))
     first, second = result.stdout.splitlines()
     assert_meets(first, {"constraints": ["Paul", "the then"]})
-    assert second + "\n" == nmtkit("translate", "-m", models["word"], stdin="tres\n").stdout
+    assert second + "\n" == nmtkit("translate", *CPU, "-m", models["word"], stdin="tres\n").stdout
 
 
 @pytest.mark.parametrize("prefix", ["Th", "Theophilus", "Theophilus t", "Jer", "Paul "])
 def test_a_prefix_ending_mid_word(models, prefix):
-    result = nmtkit("translate", "-m", models["bpe"], "--input-format", "jsonl", "--nbest", "2",
+    result = nmtkit("translate", *CPU, "-m", models["bpe"], "--input-format", "jsonl", "--nbest", "2",
                     stdin=jsonl({"text": "uno dos tres", "prefix": prefix}))
     assert result.exit_code == 0, result.stderr
     texts = [line.split(" ||| ")[1] for line in result.stdout.splitlines()]
@@ -162,7 +166,7 @@ def test_constraints_are_met_as_whole_words(models):
     rng = random.Random(1)
     records = [{"text": " ".join(rng.choices(WORDS, k=rng.randint(1, 6))), "constraints": [word]}
                for word in WORDS for _ in range(2)]
-    result = CliRunner().invoke(app, ["translate", "-m", models["bpe"], "--input-format", "jsonl", "--beam", "3",
+    result = CliRunner().invoke(app, ["translate", *CPU, "-m", models["bpe"], "--input-format", "jsonl", "--beam", "3",
                                       "--nbest", "3"], input=jsonl(*records))
     assert "cannot all be met" not in result.stderr
     rows = [line.split(" ||| ") for line in result.stdout.splitlines()]
@@ -174,28 +178,29 @@ def test_constraints_are_met_as_whole_words(models):
 
 def test_impossible_constraints_warn_and_translate_without(models):
     record = {"text": "uno dos", "constraints": ["Paul"], "negative": ["Paul"]}
-    result = CliRunner().invoke(app, ["translate", "-m", models["word"], "--input-format", "jsonl"],
+    result = CliRunner().invoke(app, ["translate", *CPU, "-m", models["word"], "--input-format", "jsonl"],
                                 input=jsonl({"text": "tres"}, record))
     assert result.exit_code == 0
     assert "line 2: its constraints cannot all be met" in result.stderr
-    assert result.stdout.splitlines()[1] + "\n" == nmtkit("translate", "-m", models["word"], stdin="uno dos\n").stdout
+    alone = nmtkit("translate", *CPU, "-m", models["word"], stdin="uno dos\n").stdout
+    assert result.stdout.splitlines()[1] + "\n" == alone
 
 
 def test_bad_lines_through_the_command_line(models, tmp_path: Path):
     model = models["word"]
     source = tmp_path / "in.jsonl"
     source.write_text(jsonl({"text": "uno"}) + '{"text": "dos", "constraints": "Paul"}\n')
-    assert_error(nmtkit("translate", "-m", model, "--input-format", "jsonl", "--input", str(source)),
+    assert_error(nmtkit("translate", *CPU, "-m", model, "--input-format", "jsonl", "--input", str(source)),
                  f"{source}:2:", '"constraints" must be a list')
-    assert_error(nmtkit("translate", "-m", model, "--input-format", "jsonl", stdin="uno dos\n"), "<stdin>:1:",
+    assert_error(nmtkit("translate", *CPU, "-m", model, "--input-format", "jsonl", stdin="uno dos\n"), "<stdin>:1:",
                  "invalid JSON")
-    assert_error(nmtkit("translate", "-m", model, "--input-format", "csv", stdin="uno\n"), "--input-format")
-    assert_error(nmtkit("translate", "-m", model, "--input-format", "tsv", "--sample", stdin="uno\tPaul\n"),
+    assert_error(nmtkit("translate", *CPU, "-m", model, "--input-format", "csv", stdin="uno\n"), "--input-format")
+    assert_error(nmtkit("translate", *CPU, "-m", model, "--input-format", "tsv", "--sample", stdin="uno\tPaul\n"),
                  "line 1", "beam search")
 
 
 def test_a_constraint_outside_the_vocabulary_is_a_warning(models):
-    result = CliRunner().invoke(app, ["translate", "-m", models["word"], "--input-format", "tsv"],
+    result = CliRunner().invoke(app, ["translate", *CPU, "-m", models["word"], "--input-format", "tsv"],
                                 input="uno\tParis\n")
     assert result.exit_code == 0 and result.stdout.count("\n") == 1
     assert "line 1: a constraint or the prefix holds characters the target vocabulary cannot write" in result.stderr

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from scripts import ROOT, load_script
+from tools import recipe_path
 from training_runs import copy_task
 
 extract = load_script("recipes/messages/extract.py", "messages_extract")
@@ -322,7 +323,7 @@ def run_recipe(tmp_path: Path) -> tuple[subprocess.CompletedProcess, list[str]]:
     (bin_dir / "nmtkit").write_text(FAKE_NMTKIT.format(python=sys.executable))
     (bin_dir / "nmtkit").chmod(0o755)
     (tmp_path / "calls").unlink(missing_ok=True)
-    env = {"PATH": f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin", "CALLS": str(tmp_path / "calls"),
+    env = {"PATH": f"{bin_dir}:" + recipe_path("/usr/bin:/bin"), "CALLS": str(tmp_path / "calls"),
            "LANG_DIR": "xx_YY", "LOCALE_DIR": str(tmp_path / "locale"), "DATA": str(tmp_path / "data"),
            "OUT": str(tmp_path / "run")}
     done = subprocess.run(["bash", str(recipe / "run.sh")], env=env, cwd=tmp_path, capture_output=True, text=True,

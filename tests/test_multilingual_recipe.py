@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from scripts import load_script
+from tools import recipe_path
 
 from nmtkit.data.multilingual import read_pairs
 
@@ -64,8 +64,8 @@ def train_budgets(tmp_path: Path, **env: str) -> dict[str, str]:
     (bin_dir / "nmtkit").write_text(FAKE_NMTKIT)
     (bin_dir / "nmtkit").chmod(0o755)
     calls.unlink(missing_ok=True)
-    environment = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}"
-                   f"{os.environ['PATH']}", "NMTKIT_CALLS": str(calls), "LANGS": "de fr", "ZERO_SHOT": "de-fr",
+    environment = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}" + recipe_path(os.environ["PATH"]),
+                   "NMTKIT_CALLS": str(calls), "LANGS": "de fr", "ZERO_SHOT": "de-fr",
                    "DATA": str(tmp_path / "data"), "OUT": str(tmp_path / "runs"), **env}
     result = subprocess.run(["bash", str(ROOT / "recipes" / "multilingual" / "run.sh")], env=environment,
                             capture_output=True, text=True)

@@ -59,7 +59,8 @@ def data_dir(tmp_path_factory) -> Path:
 def auto_config(amp: str = "auto", **train_settings):
     return build_config({"model": {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32},
                          "train": {"batch_tokens": 256, "warmup": 10, "log_every": 5, "threads": 1, "amp": amp,
-                                   "max_steps": 10, "valid_every": 10, "valid_bleu": False, **train_settings}})
+                                   "max_steps": 10, "valid_every": 10, "valid_bleu": False, "device": "cpu",
+                                   **train_settings}})
 
 
 def losses(run: Path) -> list[float]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
+
+from tools import recipe_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -14,7 +15,7 @@ def run_recipe(tmp_path: Path, model: str) -> subprocess.CompletedProcess:
     config = tmp_path / "quick.yaml"  # a few updates: this tests the script, not the learning
     config.write_text("train:\n  max_steps: 20\n  valid_every: 20\n  batch_tokens: 512\n  threads: 1\n"
                       "decode:\n  beam: 1\n", encoding="utf-8")
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    env = {**os.environ, "PATH": recipe_path(os.environ['PATH']),
            "MODEL": model, "CONFIG": str(config), "DATA": str(tmp_path / "data"), "OUT": str(tmp_path / "runs" / model),
            "OMP_NUM_THREADS": "1"}
     return subprocess.run(["bash", str(ROOT / "recipes" / "reverse" / "run.sh")], env=env, capture_output=True,

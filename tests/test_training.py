@@ -56,7 +56,7 @@ def data_dir(tmp_path_factory) -> Path:
 def tiny_config(**train):
     return build_config({"model": {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32},
                          "train": {"batch_tokens": 256, "warmup": 10, "log_every": 5, "threads": 1, "amp": "none",
-                                   **train}})
+                                   "device": "cpu", **train}})
 
 
 def records(run: Path) -> list[dict]:

@@ -14,13 +14,13 @@ import os
 import random
 import socket
 import subprocess
-import sys
 import tarfile
 import time
 from pathlib import Path
 
 import pytest
 from scripts import ROOT, load_script
+from tools import recipe_path
 
 from nmtkit.config import load_yaml
 from nmtkit.run_config import build_config
@@ -104,7 +104,7 @@ decode: {beam: 2, max_len_a: 1.0, max_len_b: 5}
 def recipe_env(**settings: str) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items()
            if key not in ("NMTKIT_MIRROR", "MAX_TIME", "TRAIN_ARGS", "CONFIG", "AVERAGE")}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PATH"] = recipe_path(env.get('PATH', ''))
     return {**env, **settings}
 
 
