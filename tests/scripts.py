@@ -1,9 +1,15 @@
-"""Import a script that is not part of the package (recipes/, benchmarks/) as a module for its tests."""
+"""Scripts that are not part of the package (recipes/, benchmarks/): import one as a module for its tests, or give
+a recipe's shell script a PATH holding the commands it calls."""
 
 from __future__ import annotations
 
+import atexit
+import functools
 import importlib.util
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from types import ModuleType
 
@@ -16,3 +22,25 @@ def load_script(relative_path: str, name: str) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+@functools.cache
+def tool_dir() -> str:
+    """A folder holding `python` and `nmtkit`, each running the tests' interpreter (made once per test process).
+
+    The recipes' scripts call both. Under `make test` they are in the virtual environment's bin folder, but where
+    nmtkit runs from a checkout (PYTHONPATH, no install) there is no `nmtkit` command, and some systems have `python3`
+    and no `python`."""
+    folder = Path(tempfile.mkdtemp(prefix="nmtkit-tools-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    for name, command in (("python", f'exec "{sys.executable}" "$@"'),
+                          ("nmtkit", f'exec "{sys.executable}" -m nmtkit "$@"')):
+        script = folder / name
+        script.write_text(f"#!/bin/sh\n{command}\n", encoding="utf-8")
+        script.chmod(0o755)
+    return str(folder)
+
+
+def recipe_path(rest: str) -> str:
+    """A PATH for a recipe's script: the folder of `tool_dir`, the interpreter's own bin folder, then `rest`."""
+    return os.pathsep.join([tool_dir(), str(Path(sys.executable).parent), rest])

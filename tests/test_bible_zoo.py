@@ -9,8 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from scripts import ROOT, load_script
-from tools import recipe_path
+from scripts import ROOT, load_script, recipe_path
 
 report = load_script("recipes/bible/report.py", "bible_report")
 

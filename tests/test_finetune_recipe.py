@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from letter_task import letter_lines, letter_task, train_tiny
-from tools import recipe_path
+from scripts import recipe_path
 
 ROOT = Path(__file__).resolve().parents[1]
 

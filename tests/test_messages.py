@@ -13,8 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from scripts import ROOT, load_script
-from tools import recipe_path
+from scripts import ROOT, load_script, recipe_path
 from training_runs import copy_task
 
 extract = load_script("recipes/messages/extract.py", "messages_extract")

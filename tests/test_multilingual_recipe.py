@@ -7,8 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from scripts import load_script
-from tools import recipe_path
+from scripts import load_script, recipe_path
 
 from nmtkit.data.multilingual import read_pairs
 

@@ -6,7 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from tools import recipe_path
+from scripts import recipe_path
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -19,8 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from scripts import ROOT, load_script
-from tools import recipe_path
+from scripts import ROOT, load_script, recipe_path
 
 from nmtkit.config import load_yaml
 from nmtkit.run_config import build_config
