@@ -2,9 +2,9 @@
 
 Both tools train a Transformer (3 + 3 layers, d_model 256, 4 heads, FFN 1024, dropout 0.1, no attention
 dropout, biases in every linear layer, pre-norm, sinusoidal positions, one embedding matrix shared by source,
-target and output) with label smoothing 0.1 and Adam on 4096-token batches (padding included), float32, on the
-CPU with `--threads` threads, for `--steps` updates. Both see the training text of the nmtkit data directory
-cut into the pieces of its joint SentencePiece model, with the same 8k vocabulary.
+target and output) with label smoothing 0.1 and Adam on batches of `--batch-tokens` tokens (4096, padding included),
+float32, on the CPU with `--threads` threads, for `--steps` updates. Both see the training text of the nmtkit data
+directory cut into the pieces of its joint SentencePiece model, with the same 8k vocabulary.
 
 Target tokens are counted the same way on both sides: the non-padding tokens the loss is computed on, i.e. each
 target sentence's pieces plus EOS (no BOS). The first log interval is warm-up and is not timed.
@@ -14,7 +14,8 @@ target sentence's pieces plus EOS (no BOS). The first log interval is warm-up an
   "tok/s" (onmt/utils/statistics.py) is this figure; for nmtkit it is the `tgt_tokens` of the metrics.jsonl
   records after the first over the difference of their `elapsed`. The ratio column compares wall tok/s, like with like.
 
-Usage: python benchmarks/train_speed.py [--steps 60] [--threads 2] [--onmt-venv /work/onmt-venv] [--skip-onmt]
+Usage: python benchmarks/train_speed.py [--steps 60] [--threads 2] [--batch-tokens 4096] [--onmt-venv /work/onmt-venv]
+[--skip-onmt]
 (build the OpenNMT-py environment first with benchmarks/setup_onmt.sh).
 """
 
@@ -37,7 +38,7 @@ log = logging.getLogger("train_speed")
 ONMT_ANCHOR_TPS = 1200.0
 ONMT_ANCHOR = "OpenNMT-py 3.5.1, measured on this machine by the issue author: ~1,200 target tokens/s"
 MODEL = {"layers": 3, "d_model": 256, "heads": 4, "ffn": 1024, "dropout": 0.1, "label_smoothing": 0.1}
-BATCH_TOKENS, SEED = 4096, 1
+SEED = 1
 # "Step 20/   60; acc: 3.1; ppl: 8000.0; xent: 9.0; lr: 0.00000; sents:  1234; bsz: 3000/3100/123; 900/950 tok/s;"
 ONMT_STEP = re.compile(r"Step\s+(\d+)[^;]*;.*?bsz:\s*(\d+)/\s*(\d+)/\s*(\d+);\s*(\d+)/\s*(\d+) tok/s")
 ONMT_PARAMS = re.compile(r"\* number of parameters: (\d+)")
@@ -62,6 +63,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--data", type=Path, default=Path("data/bible/bpe8000"), help="nmtkit data directory")
     parser.add_argument("--steps", type=int, default=60, help="training updates per tool")
     parser.add_argument("--threads", type=int, default=2, help="CPU threads for torch")
+    parser.add_argument("--batch-tokens", type=int, default=4096, help="tokens per batch (padding included)")
     parser.add_argument("--log-every", type=int, default=10, help="updates per log interval (first = warm-up)")
     parser.add_argument("--onmt-venv", type=Path, default=Path("/work/onmt-venv"), help="OpenNMT-py 3.5.1 venv")
     parser.add_argument("--skip-onmt", action="store_true", help="time nmtkit only; compare with the anchor")
@@ -92,7 +94,7 @@ def nmtkit_command(data: Path, out: Path, args: argparse.Namespace, interval: in
                 "model.d_model": MODEL["d_model"], "model.heads": MODEL["heads"], "model.ffn": MODEL["ffn"],
                 "model.dropout": MODEL["dropout"], "model.attention_dropout": 0.0,
                 "model.share_embeddings": "true", "model.tie_output": "true",
-                "train.label_smoothing": MODEL["label_smoothing"], "train.batch_tokens": BATCH_TOKENS,
+                "train.label_smoothing": MODEL["label_smoothing"], "train.batch_tokens": args.batch_tokens,
                 "train.amp": amp, "train.log_every": interval, "train.valid_every": 100_000_000,
                 "train.valid_bleu": "false"}
     command = [sys.executable, "-m", "nmtkit", "-q", "train", "--data", str(data), "--out", str(out),
@@ -159,7 +161,7 @@ def onmt_config(paths: dict, workdir: Path, args: argparse.Namespace, interval: 
         "word_vec_size": MODEL["d_model"], "transformer_ff": MODEL["ffn"], "heads": MODEL["heads"],
         "dropout": [MODEL["dropout"]], "attention_dropout": [0.0], "add_qkvbias": True, "add_ffnbias": True,
         "share_embeddings": True, "share_decoder_embeddings": True, "label_smoothing": MODEL["label_smoothing"],
-        "batch_type": "tokens", "batch_size": BATCH_TOKENS, "normalization": "tokens", "accum_count": [1],
+        "batch_type": "tokens", "batch_size": args.batch_tokens, "normalization": "tokens", "accum_count": [1],
         "optim": "adam", "adam_beta2": 0.98, "decay_method": "noam", "warmup_steps": 4000, "learning_rate": 2.0,
         "max_grad_norm": 1.0, "param_init": 0.0, "param_init_glorot": True, "model_dtype": "fp32",
         "world_size": 1, "train_steps": args.steps, "valid_steps": 100_000_000, "report_every": interval,
