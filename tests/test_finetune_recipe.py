@@ -9,9 +9,7 @@ import subprocess
 from pathlib import Path
 
 from letter_task import letter_lines, letter_task, train_tiny
-from scripts import recipe_path
-
-ROOT = Path(__file__).resolve().parents[1]
+from scripts import ROOT, recipe_path
 
 
 def write_pairs(directory: Path, name: str, lines: list[str]) -> None:

@@ -7,13 +7,12 @@ import os
 import subprocess
 from pathlib import Path
 
-from scripts import load_script, recipe_path
+from scripts import ROOT, load_script, recipe_path
 
 from nmtkit.data.multilingual import read_pairs
 
 pairs_script = load_script("recipes/multilingual/pairs.py", "multilingual_pairs")
 report = load_script("recipes/multilingual/report.py", "multilingual_report")
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def write_corpus(data: Path, lang: str, test: list[tuple[str, str]]) -> None:

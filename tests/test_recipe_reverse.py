@@ -6,9 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from scripts import recipe_path
-
-ROOT = Path(__file__).resolve().parents[1]
+from scripts import ROOT, recipe_path
 
 
 def run_recipe(tmp_path: Path, model: str) -> subprocess.CompletedProcess:
