@@ -42,6 +42,23 @@ def test_masked_softmax_all_masked_row_gives_zeros():
     assert weights[1, 1] == 0
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_masked_softmax_equals_masked_fill_softmax_forward_and_backward(dtype: torch.dtype):
+    """The additive mask (and, on a CPU, no zeroing pass when every row attends somewhere) gives exactly what
+    filling the masked scores with -inf gives, in the forward and the backward pass; with `dtype`, as a cast first."""
+    generator = torch.Generator().manual_seed(2)
+    scores = (torch.randn(3, 4, 6, 7, generator=generator) * 4).to(dtype)
+    mask = (torch.rand(3, 1, 6, 7, generator=generator) > 0.5) | (torch.arange(7) == 0)
+    grad = torch.randn(3, 4, 6, 7, generator=generator)
+    ours_in, theirs_in = scores.clone().requires_grad_(), scores.clone().requires_grad_()
+    ours = masked_softmax(ours_in, mask, dtype=torch.float32)
+    theirs = torch.softmax(theirs_in.float().masked_fill(~mask, float("-inf")), dim=-1)
+    ours.backward(grad)
+    theirs.backward(grad)
+    assert ours.dtype == torch.float32 and torch.equal(ours, theirs)
+    assert torch.equal(ours_in.grad, theirs_in.grad)
+
+
 def test_masked_softmax_without_mask_is_softmax():
     scores = torch.randn(4, 6, generator=torch.Generator().manual_seed(1))
     torch.testing.assert_close(masked_softmax(scores, None), torch.softmax(scores, dim=-1))

@@ -39,6 +39,41 @@ def test_label_smoothed_nll_matches_float64_definition(epsilon: float):
     assert float(nll) == pytest.approx(expected_nll, rel=1e-5)
 
 
+@pytest.mark.parametrize("epsilon", [0.0, 0.1, 0.3])
+def test_label_smoothed_nll_gradient_matches_autograd_of_the_definition_in_float64(epsilon: float):
+    torch.manual_seed(0)
+    logits = torch.randn(3, 5, 11, dtype=torch.float64, requires_grad=True)
+    target = torch.randint(1, 11, (3, 5))
+    target[1, 3:] = PAD
+    label_smoothed_nll(logits, target, epsilon)[0].mul(0.7).backward()
+    ours = logits.grad.clone()
+    logits.grad = None
+    log_probs = torch.log_softmax(logits, dim=-1)
+    smoothed = torch.full_like(log_probs, epsilon / 11).scatter_add(
+        2, target.unsqueeze(2), torch.full((3, 5, 1), 1 - epsilon, dtype=torch.float64))
+    expected = -(smoothed * log_probs).sum(dim=-1).masked_fill(target == PAD, 0.0).sum()
+    expected.mul(0.7).backward()
+    assert torch.allclose(ours, logits.grad, rtol=0, atol=1e-12)
+    assert ours[1, 3:].abs().max() == 0  # no gradient from PAD targets
+    inputs = (logits.detach().requires_grad_(),)
+    assert torch.autograd.gradcheck(lambda x: label_smoothed_nll(x, target, epsilon)[0], inputs)
+
+
+def test_label_smoothed_nll_of_bf16_logits_is_computed_in_float32_and_returns_a_bf16_gradient():
+    torch.manual_seed(0)
+    logits = (torch.randn(4, 6, 50) * 3).to(torch.bfloat16).requires_grad_()
+    target = torch.randint(1, 50, (4, 6))
+    loss, nll = label_smoothed_nll(logits, target, 0.1)
+    assert loss.dtype == nll.dtype == torch.float32 and not nll.requires_grad
+    loss.backward()
+    reference = logits.detach().float().requires_grad_()
+    reference_loss = label_smoothed_nll(reference, target, 0.1)[0]
+    reference_loss.backward()
+    assert logits.grad.dtype == torch.bfloat16
+    assert torch.equal(logits.grad, reference.grad.to(torch.bfloat16))  # one rounding of the float32 gradient
+    assert float(loss.detach()) == pytest.approx(float(reference_loss.detach()), rel=1e-6)
+
+
 def test_inverse_sqrt_schedule():
     factor = inverse_sqrt(100)
     assert factor(1) == pytest.approx(0.01)

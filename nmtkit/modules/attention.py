@@ -16,12 +16,18 @@ from nmtkit.modules.dropout import dropout
 from nmtkit.registry import get_score, register_score
 
 
-def masked_softmax(scores: Tensor, mask: Tensor | None, dim: int = -1) -> Tensor:
-    """Softmax that gives exactly zero weight where `mask` is False; an all-masked row gives zeros."""
+def masked_softmax(scores: Tensor, mask: Tensor | None, dim: int = -1, dtype: torch.dtype | None = None) -> Tensor:
+    """Softmax that gives exactly zero weight where `mask` is False; an all-masked row gives zeros. With `dtype`,
+    computed and returned in that dtype (as `torch.softmax`'s own argument: no separate cast of `scores`)."""
     if mask is None:
-        return torch.softmax(scores, dim=dim)
-    scores = scores.masked_fill(~mask, float("-inf"))
-    weights = torch.softmax(scores, dim=dim)
+        return torch.softmax(scores, dim=dim, dtype=dtype)
+    # an additive mask of mask's (broadcast) shape, not a masked_fill of scores: its backward is free
+    bias = torch.zeros(mask.shape, dtype=scores.dtype, device=scores.device).masked_fill_(~mask, float("-inf"))
+    weights = torch.softmax(scores + bias, dim=dim, dtype=dtype)
+    # a row with nothing to attend to is NaN here; on a CPU, where checking costs no device sync, the usual case of
+    # none skips the pass that zeroes them (and its backward)
+    if scores.device.type == "cpu" and bool(mask.any(dim=dim).all()):
+        return weights
     return weights.nan_to_num(0.0)
 
 
@@ -32,7 +38,7 @@ def scaled_dot_product(query: Tensor, key: Tensor, value: Tensor, mask: Tensor |
     the weights returned are those before dropout."""
     scores = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))  # (..., Tq, Tk)
     # half precision softmax in float32: more exact, and on CPUs faster
-    weights = masked_softmax(scores.to(torch.promote_types(scores.dtype, torch.float32)), mask).to(value.dtype)
+    weights = masked_softmax(scores, mask, dtype=torch.promote_types(scores.dtype, torch.float32)).to(value.dtype)
     return dropout(weights, dropout_p) @ value, weights
 
 
