@@ -1,0 +1,42 @@
+"""benchmarks/train_step_ab.py end to end on a tiny model: two workers take turns and the report names both."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from scripts import ROOT
+from training_runs import copy_task
+
+CONFIG = """model: {name: transformer, encoder_layers: 1, decoder_layers: 1, d_model: 16, heads: 2, ffn: 32}
+train: {batch_tokens: 64, warmup: 5}
+"""
+
+
+def run_ab(tmp_path, a, b) -> subprocess.CompletedProcess:
+    data = copy_task(tmp_path)
+    config = tmp_path / "tiny.yaml"
+    config.write_text(CONFIG, encoding="utf-8")
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks/train_step_ab.py"), str(a), str(b),
+                           "--config", str(config), "--data", str(data), "--amp", "none", "--threads", "1",
+                           "--blocks", "3", "--block", "4", "--warmup", "2"],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_same_checkout_twice_is_timed_block_by_block(tmp_path):
+    result = run_ab(tmp_path, ROOT, ROOT)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert re.fullmatch(rf"A {re.escape(str(ROOT))}: \d+\.\d ms/update", lines[0])
+    assert re.fullmatch(rf"B {re.escape(str(ROOT))}: \d+\.\d ms/update", lines[1])
+    assert re.fullmatch(r"B/A speed: \d+\.\d{3} \(12 updates each, 3 alternating blocks, amp none, 1 threads\)",
+                        lines[2])
+
+
+def test_a_checkout_without_nmtkit_is_a_one_line_error(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = run_ab(tmp_path, ROOT, empty)
+    assert result.returncode != 0
+    assert f"error: the worker of {empty} stopped" in result.stderr.splitlines()[-1]
