@@ -1,7 +1,7 @@
 """A/B timing of nmtkit's training step in two checkouts, alternating on the same batches.
 
 On a shared or throttled CPU the speed of one whole run differs from the next by 5-10% (the Bible recipe's hour has
-run at 2,250-2,670 target tokens/s on one CPU model), so a change worth a few percent cannot be seen by timing each
+run at 2,190-2,521 target tokens/s on one CPU model), so a change worth a few percent cannot be seen by timing each
 version once. Here one worker process per checkout loads the same model, data and settings, and the two take turns:
 each block of `--block` updates runs in A and then in B (then B first, then A, ...) on the same batches, while the
 other worker waits, so both see the machine as it is at that minute. Each worker trains its own model from the same
@@ -70,7 +70,7 @@ class Worker:
         self.process = subprocess.Popen([sys.executable, "-c", WORKER, json.dumps(settings)], cwd=checkout,
                                         env={**os.environ, "PYTHONPATH": str(checkout.resolve())},
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.batches = self.read()["ready"]
+        self.read()  # {"ready": number of batches}: the model and data are loaded
 
     def read(self) -> dict:
         line = self.process.stdout.readline()
