@@ -135,18 +135,39 @@ def search_options(decode: DecodeConfig) -> dict:
             "length_penalty": ct2_length_penalty(decode), "coverage_penalty": decode.coverage_penalty}
 
 
+# CTranslate2 4.x wheels are built with CUDA 12 and load its cuBLAS by this name when they first compute on a GPU.
+CUBLAS = "libcublas.so.12"
+
+
+def cuda_libraries_missing() -> str | None:
+    """The CUDA library CTranslate2 would fail to load at its first product on a GPU, or None when it loads."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(CUBLAS)
+    except OSError:
+        return CUBLAS
+    return None
+
+
 def ct2_device(name: str) -> tuple[str, int]:
-    """nmtkit's --device (auto, cpu, cuda, cuda:N) as CTranslate2's device and device index."""
+    """nmtkit's --device (auto, cpu, cuda, cuda:N) as CTranslate2's device and device index. `auto` is the GPU when
+    CTranslate2 sees one and can load the CUDA libraries it needs; `cuda` without them is an error."""
     import ctranslate2
 
     kind, _, index = name.partition(":")
     if kind == "auto":
-        return ("cuda", 0) if ctranslate2.get_cuda_device_count() > 0 else ("cpu", 0)
+        usable = ctranslate2.get_cuda_device_count() > 0 and cuda_libraries_missing() is None
+        return ("cuda", 0) if usable else ("cpu", 0)
     if kind not in ("cpu", "cuda") or (index and not index.isdigit()):
         raise NmtkitError(f"unknown device {name!r}; use auto, cpu, cuda or cuda:N")
     if kind == "cuda" and ctranslate2.get_cuda_device_count() <= int(index or 0):
         raise NmtkitError(f"device {name} requested but CTranslate2 sees {ctranslate2.get_cuda_device_count()} CUDA "
                           "device(s); use --device cpu")
+    if kind == "cuda" and (missing := cuda_libraries_missing()):
+        raise NmtkitError(f"CTranslate2 {ctranslate2.__version__} needs CUDA 12's cuBLAS on a GPU and cannot load "
+                          f"{missing} (pip install nvidia-cublas-cu12, or put it on LD_LIBRARY_PATH); or use "
+                          "--device cpu")
     return kind, int(index or 0)
 
 
@@ -277,9 +298,12 @@ class CTranslate2Search:
         """(hypotheses, scores) of each source; nmtkit ends a sentence of limit 1 with EOS at once."""
         if limit <= 1:
             return [([[]], [0.0]) for _ in tokens]
-        results = self.translator.translate_batch(
-            tokens, max_decoding_length=limit - 1, min_decoding_length=min(self.decode.min_len, limit - 1),
-            **{**self.options, **options})
+        try:
+            results = self.translator.translate_batch(
+                tokens, max_decoding_length=limit - 1, min_decoding_length=min(self.decode.min_len, limit - 1),
+                **{**self.options, **options})
+        except RuntimeError as error:  # a CUDA library missing or out of memory: one line, not a traceback
+            raise NmtkitError(f"CTranslate2 failed to translate on {self.device}: {error}") from error
         return [(result.hypotheses, result.scores) for result in results]
 
     def finished_at_limit(self, tokens: list[list[str]], limit: int) -> list[tuple[list[list[str]], list]]:
@@ -312,7 +336,11 @@ class CTranslate2Search:
         if not sources:
             return []
         targets = [pieces[:-1] if pieces[-1:] == [self.eos_piece] else pieces for pieces in targets]
-        return [sum(result.log_probs) for result in self.translator.score_batch(sources, targets, max_input_length=0)]
+        try:
+            results = self.translator.score_batch(sources, targets, max_input_length=0)
+        except RuntimeError as error:
+            raise NmtkitError(f"CTranslate2 failed to score on {self.device}: {error}") from error
+        return [sum(result.log_probs) for result in results]
 
     def _hypothesis(self, pieces: list[str], score: float, log_prob: float | None) -> Hypothesis:
         """nmtkit's Hypothesis for CTranslate2's `pieces` and `score`; `log_prob` when it was computed again, and

@@ -369,3 +369,31 @@ def test_a_random_model_that_never_ends_is_cut_as_nmtkit_cuts_it(tmp_path, pre_n
         assert [[text for text, _ in hyps] for hyps in ct2] == [[text for text, _ in hyps] for hyps in pytorch]
         assert [score for hyps in ct2 for _, score in hyps] == pytest.approx(
             [score for hyps in pytorch for _, score in hyps], abs=1e-4)
+
+
+def test_a_gpu_without_ctranslate2s_cuda_libraries(monkeypatch, pre_norm):
+    """CTranslate2 4.x loads CUDA 12's cuBLAS at its first product on a GPU (a machine with CUDA 13 alone lacks
+    it): `auto` then keeps to the CPU, `cuda` is a one-line error naming the library, and a failure inside a search
+    is a one-line error, not a traceback."""
+    import ctranslate2
+
+    from nmtkit import ct2
+
+    monkeypatch.setattr(ctranslate2, "get_cuda_device_count", lambda: 1)
+    monkeypatch.setattr(ct2, "cuda_libraries_missing", lambda: ct2.CUBLAS)
+    assert ct2.ct2_device("auto") == ("cpu", 0)
+    with pytest.raises(NmtkitError, match=r"cannot load libcublas\.so\.12 .*--device cpu"):
+        ct2.ct2_device("cuda")
+    monkeypatch.setattr(ct2, "cuda_libraries_missing", lambda: None)
+    assert ct2.ct2_device("auto") == ("cuda", 0) and ct2.ct2_device("cuda:0") == ("cuda", 0)
+    with pytest.raises(NmtkitError, match="sees 1 CUDA"):
+        ct2.ct2_device("cuda:1")
+
+    class Failing:
+        def translate_batch(self, *args, **kwargs):
+            raise RuntimeError("Library libcublas.so.12 is not found or cannot be loaded")
+
+    search = CTranslate2Search(load_exported(pre_norm[1]), DecodeConfig(beam=2), device="cpu", threads=1)
+    search.translator = Failing()
+    with pytest.raises(NmtkitError, match="failed to translate on cpu: Library libcublas.so.12 is not found"):
+        search([[5, 6, 7]])
