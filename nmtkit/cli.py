@@ -3,7 +3,6 @@
 Results go to stdout; logs and progress go to stderr. User errors are one line and a non-zero exit.
 """
 
-from __future__ import annotations
 
 import functools
 import io

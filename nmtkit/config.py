@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from nmtkit.errors import NmtkitError
 
 
@@ -228,7 +226,7 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
             node = node.setdefault(section, {})
             if not isinstance(node, dict):
                 raise NmtkitError(f"override {item!r}: {section} is not a section")
-        node[leaf] = yaml.safe_load(text) if text.strip() else ""
+        node[leaf] = yaml_scalar(text) if text.strip() else ""
     return data
 
 
@@ -256,7 +254,15 @@ def data_config(path: Path | None, overrides: list[str], **flags: Any) -> DataCo
     return from_dict(DataConfig, apply_overrides(data, overrides), "data.")
 
 
+def yaml_scalar(text: str) -> Any:
+    import yaml  # here, not at the top: PyYAML takes 30 ms to import, and `translate -m` reads no YAML
+
+    return yaml.safe_load(text)
+
+
 def load_yaml(path: str | Path) -> dict:
+    import yaml
+
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except OSError as error:
@@ -273,4 +279,6 @@ def to_dict(config: Any) -> dict:
 
 
 def save_yaml(config: Any, path: str | Path) -> None:
+    import yaml
+
     Path(path).write_text(yaml.safe_dump(to_dict(config), sort_keys=False), encoding="utf-8")

@@ -15,7 +15,6 @@ import os
 from collections.abc import Iterable, Sequence
 
 import sentencepiece as spm
-from sentencepiece import sentencepiece_model_pb2
 
 from nmtkit.config import DataConfig
 
@@ -55,6 +54,8 @@ class Subword:
     @functools.cached_property
     def settings(self) -> dict:
         """The normalization rule and byte fallback this model was trained with, read from the model itself."""
+        from sentencepiece import sentencepiece_model_pb2  # protobuf: imported only where a model is inspected
+
         model = sentencepiece_model_pb2.ModelProto.FromString(self.proto)
         return {"normalization": model.normalizer_spec.name or "nmt_nfkc",
                 "byte_fallback": model.trainer_spec.byte_fallback,
