@@ -41,7 +41,9 @@ Empty input lines are left out (nmtkit does not translate them; OpenNMT-py would
 
 Usage: python benchmarks/translate_speed.py [--model runs/bible-es-en/transformer/model.pt]
        [--input data/bible/raw/test.es] [--ref data/bible/raw/test.en] [--threads 2] [--beam 5] [--skip-onmt]
-       [--skip-ctranslate2] [--reduced-precision] [--inter-threads 1] [--shortlist data/bible/bpe8000]
+       [--skip-ctranslate2] [--reduced-precision] [--inter-threads 1] [--shortlist data/bible/bpe8000] [--repeats 1]
+--repeats N times every command N times, in N rounds of all of them, and reports medians (and each round's wall
+seconds): one run of a command varies by up to 10% on a shared 2-core machine.
 --inter-threads N runs every CTranslate2 model (both converters' outputs alike) with N workers of threads/N threads
 (CTranslate2's inter_threads and intra_threads); the PyTorch runs keep --threads threads in one process.
 --shortlist DATA adds an int8 export searched over a vocabulary shortlist built from DATA's training split
@@ -55,6 +57,7 @@ import argparse
 import logging
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -103,6 +106,7 @@ class Run:
     startup: float
     outputs: list[str]
     own_seconds: float | None = None  # OpenNMT-py's -report_time figure (model load excluded)
+    walls: list[float] | None = None  # each round's wall seconds, with --repeats
 
     @property
     def tokens(self) -> int:
@@ -129,6 +133,8 @@ def parse_args() -> argparse.Namespace:
                         help="also an int8 export with the vocabulary shortlist of this data directory (the "
                              "model's training data, e.g. data/bible/bpe8000)")
     parser.add_argument("--onmt-venv", type=Path, default=Path("/work/onmt-venv"), help="OpenNMT-py 3.5.1 venv")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="rounds of every timed command (each round runs all of them in turn); medians count")
     parser.add_argument("--skip-onmt", action="store_true", help="leave out OpenNMT-py")
     parser.add_argument("--skip-ctranslate2", action="store_true", help="leave out the CTranslate2 runs")
     parser.add_argument("--reduced-precision", action="store_true",
@@ -344,6 +350,10 @@ def print_report(runs: list[Run], refs: list[str] | None, args: argparse.Namespa
         own = ", ".join(f"{run.search} {run.own_seconds:.1f} s" for run in runs if run.own_seconds is not None)
         print(f"\nOpenNMT-py's own -report_time (model load excluded): {own}.")
     print_against_nmtkit(runs)
+    if any(run.walls for run in runs):
+        print(f"\nMedians of {args.repeats} rounds; each round's wall seconds:")
+        for run in runs:
+            print(f"- {run.search}, {run.tool}: {', '.join(f'{wall:.1f}' for wall in run.walls or [])}")
     print("\nstartup s: the same command on the first line alone; translate = wall - startup. "
           "tokens: whitespace words of the detokenised output.")
 
@@ -392,10 +402,28 @@ def time_search(args: argparse.Namespace, models: Models, inputs: Inputs, search
 
 
 def time_all(args: argparse.Namespace, payload: dict, workdir: Path) -> tuple[list[Run], list[str] | None]:
+    """Every run, --repeats rounds of all of them (so that the machine's drift between minutes falls on every tool
+    alike), merged into one Run per tool and search with the median wall and startup seconds."""
     inputs = prepare_inputs(args, payload, workdir)
     models = convert_models(args, payload, workdir)
     searches = [f"beam {args.beam}", "greedy"] + ([f"beam {args.beam}, {REDUCED}"] if args.reduced_precision else [])
-    return [run for search in searches for run in time_search(args, models, inputs, search, workdir)], inputs.refs
+    rounds = []
+    for number in range(args.repeats):
+        if args.repeats > 1:
+            log.info("round %d of %d", number + 1, args.repeats)
+        rounds.append([run for search in searches for run in time_search(args, models, inputs, search, workdir)])
+    return [merge_rounds(list(runs)) for runs in zip(*rounds)], inputs.refs
+
+
+def merge_rounds(runs: list[Run]) -> Run:
+    """One tool's runs of one search in every round as one Run: median wall and startup seconds (and OpenNMT-py's
+    own time), the first round's outputs."""
+    if len(runs) == 1:
+        return runs[0]
+    own = [run.own_seconds for run in runs if run.own_seconds is not None]
+    return Run(runs[0].tool, runs[0].search, statistics.median(run.wall for run in runs),
+               statistics.median(run.startup for run in runs), runs[0].outputs,
+               statistics.median(own) if own else None, [run.wall for run in runs])
 
 
 def main() -> None:

@@ -56,3 +56,11 @@ def test_skipped_tools_convert_nothing(tmp_path, capsys):
     args = argparse.Namespace(**vars(ARGS), onmt_venv=tmp_path / "none", skip_onmt=True, skip_ctranslate2=True)
     assert speed.convert_models(args, {}, tmp_path) == speed.Models()
     assert "skipped (--skip-onmt)" in capsys.readouterr().out and not list(tmp_path.iterdir())
+
+
+def test_rounds_merge_into_medians():
+    rounds = [speed.Run(speed.ONMT, "beam 5", wall, startup, ["a"], own)
+              for wall, startup, own in ((12.0, 1.0, 9.0), (10.0, 3.0, 7.0), (11.0, 2.0, 8.0))]
+    merged = speed.merge_rounds(rounds)
+    assert (merged.wall, merged.startup, merged.own_seconds, merged.walls) == (11.0, 2.0, 8.0, [12.0, 10.0, 11.0])
+    assert speed.merge_rounds(rounds[:1]) is rounds[0]  # one round: as it ran
