@@ -21,6 +21,13 @@ from pathlib import Path
 from nmtkit import Translator
 
 
+def sized(translator: Translator, size: int) -> Translator:
+    """`translator` searching batches of `size` tokens, above the cap it puts on int8 batches of one-thread workers
+    (`ExportedTranslator.batch_budget`) too."""
+    translator.single_thread_int8_batch = size
+    return translator
+
+
 def sweep(model: Path, lines: list[str], threads: int, inter_threads: int, sizes: list[int], beams: list[int],
           repeats: int) -> list[dict]:
     """One row per (beam, size): the median sentences/s of `repeats` runs and the share of lines identical to the
@@ -29,7 +36,7 @@ def sweep(model: Path, lines: list[str], threads: int, inter_threads: int, sizes
     made small batches look faster than they were)."""
     translator = Translator.load(model, threads=threads, inter_threads=inter_threads)
     cells = [(beam, size) for beam in beams for size in sizes]
-    variants = {cell: translator.with_decode(beam=cell[0], batch_tokens=cell[1] * translator.workers)
+    variants = {cell: sized(translator.with_decode(beam=cell[0], batch_tokens=cell[1] * translator.workers), cell[1])
                 for cell in cells}
     variants[cells[0]].translate(lines[:100])  # CTranslate2 allocates its buffers on the first calls
     seconds: dict[tuple[int, int], list[float]] = {cell: [] for cell in cells}

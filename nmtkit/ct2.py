@@ -189,10 +189,10 @@ class CTranslate2Search:
         if inter_threads < 1:
             raise NmtkitError(f"--inter-threads must be at least 1 (got {inter_threads})")
         self.inter_threads = inter_threads
-        intra_threads = max(1, (threads if threads > 0 else os.cpu_count() or 1) // inter_threads)
+        self.intra_threads = max(1, (threads if threads > 0 else os.cpu_count() or 1) // inter_threads)
         try:
             self.translator = ctranslate2.Translator(str(exported.directory), device=self.device, device_index=index,
-                                                     inter_threads=inter_threads, intra_threads=intra_threads)
+                                                     inter_threads=inter_threads, intra_threads=self.intra_threads)
         except (RuntimeError, ValueError) as error:
             raise NmtkitError(f"CTranslate2 cannot load {exported.directory}: {error}") from error
 
