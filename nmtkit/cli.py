@@ -1,8 +1,9 @@
 """The `nmtkit` command line: each subcommand parses options, builds a config and calls one library function.
 
 Results go to stdout; logs and progress go to stderr. User errors are one line and a non-zero exit.
+Annotations are not postponed (`from __future__ import annotations`): typer would evaluate each from a string at
+every start.
 """
-
 
 import functools
 import io
