@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 import nmtkit.models  # noqa: F401  (registers the built-in models)
-from nmtkit.modules.dropout import LANES, Dropout, dropout
+from nmtkit.modules.dropout import INT64_MAX, INT64_MIN, LANES, Dropout, dropout, random_words
 from nmtkit.registry import MODELS, build_model
 
 
@@ -57,6 +57,26 @@ def test_each_lane_of_a_draw_is_uniform_and_neighbours_are_independent():
         for b in range(a + 1, 4):
             correlation = torch.corrcoef(torch.stack([kept[:, a], kept[:, b]]))[0, 1]
             assert abs(float(correlation)) < 6 / math.sqrt(rows)
+
+
+def test_the_words_are_splitmix64_of_a_key_from_torchs_generator():
+    """Against SplitMix64 in Python's unbounded integers (Steele et al. 2014; the output for state (key + i) * gamma),
+    across the int64 wrap-around and the sign bit."""
+    mask = (1 << 64) - 1
+
+    def splitmix64(state: int) -> int:
+        z = (state * 0x9E3779B97F4A7C15) & mask
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        return z ^ (z >> 31)
+
+    for seed in range(3):
+        torch.manual_seed(seed)
+        words = random_words(1000, torch.device("cpu"))
+        torch.manual_seed(seed)
+        key = int(torch.randint(INT64_MIN, INT64_MAX, (1,), dtype=torch.int64))
+        assert [word & mask for word in words.tolist()] == [splitmix64(key + i) for i in range(1000)]
+    assert random_words(7, torch.device("cpu")).shape == (7,)
 
 
 def test_masks_follow_the_seed_and_differ_between_calls():
