@@ -9,7 +9,6 @@ better below the best (CTranslate2 keeps every hypothesis that ends in a sentenc
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 import subprocess
@@ -255,7 +254,7 @@ def test_batches_searched_at_once_translate_as_one_at_a_time(pre_norm, decode):
     translator = Translator.load(directory, threads=2, inter_threads=2, batch_tokens=12, **decode)  # 1 thread each
     assert translator.engine.translator.num_translators == 2
     assert (translator.batch_budget, translator.with_decode(batch_tokens=7).batch_budget) == (6, 3)
-    int8 = copy.copy(translator.with_decode(batch_tokens=6000))  # one-thread workers on int8 weights: small batches
+    int8 = translator.with_decode(batch_tokens=6000)  # a copy; one-thread workers on int8 weights: small batches
     int8.loaded = dataclasses.replace(int8.loaded, quantization="int8")
     assert (translator.with_decode(batch_tokens=6000).batch_budget, int8.batch_budget) == (3000, 1000)
     two_threads = Translator.load(directory, threads=4, inter_threads=2, batch_tokens=6000)
