@@ -51,6 +51,7 @@ def new_data(root: Path, *args: str) -> Path:
 def test_model_differences_ignore_dropout():
     saved = {"name": "transformer", "d_model": 16, "dropout": 0.1, "heads": 2}
     assert model_differences(saved, {**saved, "dropout": 0.3}) == []
+    assert model_differences(saved, {**saved, "activation_dropout": 0.0, "attention_dropout": 0.1}) == []
     assert model_differences(saved, {**saved, "d_model": 32}) == ["d_model: 16 -> 32"]
 
 

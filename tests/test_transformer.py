@@ -8,6 +8,7 @@ from model_checks import assert_step_matches_forward
 
 from nmtkit.data.dataset import encode_sources, pad_sequences
 from nmtkit.data.subword import BOS
+from nmtkit.modules.dropout import Dropout
 
 VARIANTS = [(norm, positions) for norm in ("pre", "post") for positions in ("sinusoidal", "learned")]
 
@@ -63,6 +64,28 @@ def test_eval_mode_is_deterministic_and_train_mode_uses_dropout(tiny_transformer
         tiny_transformer.train()
         dropped, _ = tiny_transformer(src, src_mask, tgt_in)
     assert not torch.allclose(first, dropped)
+
+
+def test_activation_dropout_defaults_to_dropout_and_is_set_on_its_own(make_transformer, source_batch):
+    def rates(model):
+        return {name: module.p for name, module in model.named_modules() if isinstance(module, Dropout)}
+
+    inherited = rates(make_transformer(dropout=0.3))
+    assert set(inherited.values()) == {0.3}
+    own = rates(make_transformer(dropout=0.3, activation_dropout=0.0))
+    feed_forward = {name for name in own if name.endswith("feed_forward.dropout")}
+    assert len(feed_forward) == 4  # the tiny model has 2 + 2 layers
+    assert {own[name] for name in feed_forward} == {0.0}
+    assert {rate for name, rate in own.items() if name not in feed_forward} == {0.3}
+    # only the activations dropped: training mode changes the output, and with both rates 0 it does not
+    _, src, src_mask = source_batch
+    tgt_in = target_inputs([[4, 5], [6], [7, 8]])
+    with torch.no_grad():
+        for rate, changes in ((0.5, True), (0.0, False)):
+            model = make_transformer(dropout=0.0, activation_dropout=rate)
+            kept, _ = model(src, src_mask, tgt_in)
+            dropped, _ = model.train()(src, src_mask, tgt_in)
+            assert (not torch.allclose(kept, dropped)) == changes
 
 
 def test_separate_vocabularies_get_separate_embeddings(make_transformer):

@@ -34,6 +34,8 @@ class TransformerConfig:
     ffn: int = option(1024, "feed-forward inner dimension")
     dropout: float = option(0.1, "dropout on embeddings and sub-layer outputs")
     attention_dropout: float = option(0.0, "dropout on attention weights")
+    activation_dropout: float = option(-1.0, "dropout on the feed-forward layer's activations; -1 = dropout's value "
+                                             "(fairseq's activation_dropout, whose default is 0)")
     activation: Literal["relu", "gelu"] = option("relu", "feed-forward activation")
     norm: Literal["pre", "post"] = option("pre", "layer norm before (pre) or after (post) each sub-layer")
     positions: Literal["sinusoidal", "learned"] = option("sinusoidal", "position embeddings")
@@ -62,7 +64,7 @@ class FeedForward(nn.Module):
         super().__init__()
         self.inner, self.outer = nn.Linear(config.d_model, config.ffn), nn.Linear(config.ffn, config.d_model)
         self.activation = F.relu if config.activation == "relu" else F.gelu
-        self.dropout = Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout if config.activation_dropout < 0 else config.activation_dropout)
 
     def forward(self, x: Tensor) -> tuple[Tensor, None]:
         return self.outer(self.dropout(self.activation(self.inner(x)))), None
