@@ -8,9 +8,10 @@ other worker waits, so both see the machine as it is at that minute. Each worker
 seed; the batches are the first epoch's, in order.
 
 Usage: python benchmarks/train_step_ab.py A_DIR B_DIR [--config recipes/bible/transformer.yaml]
-       [--data data/bible/bpe8000] [--amp bf16] [--threads 2] [--blocks 16] [--block 30] [--warmup 20]
+       [--config-b OTHER.yaml] [--data data/bible/bpe8000] [--amp bf16] [--threads 2] [--blocks 16] [--block 30]
+       [--warmup 20]
 A_DIR and B_DIR are checkouts of nmtkit (e.g. `git worktree add /tmp/before HEAD~1`); each worker imports nmtkit from
-its own checkout. Prints each version's milliseconds per update and B's speed relative to A.
+its own checkout. To time two settings of one checkout, give it twice and B's settings with --config-b. Prints each version's milliseconds per update and B's speed relative to A.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("a", type=Path, help="checkout A (the baseline)")
     parser.add_argument("b", type=Path, help="checkout B")
     parser.add_argument("--config", type=Path, default=Path("recipes/bible/transformer.yaml"))
+    parser.add_argument("--config-b", type=Path, default=None, help="B's config (default: --config)")
     parser.add_argument("--data", type=Path, default=Path("data/bible/bpe8000"))
     parser.add_argument("--amp", default="bf16", choices=["none", "bf16"], help="precision of both")
     parser.add_argument("--threads", type=int, default=2)
@@ -66,7 +68,7 @@ def parse_args() -> argparse.Namespace:
 
 class Worker:
     def __init__(self, checkout: Path, settings: dict):
-        self.name = str(checkout)
+        self.name = f"{checkout} ({Path(settings['config']).name})"
         self.process = subprocess.Popen([sys.executable, "-c", WORKER, json.dumps(settings)], cwd=checkout,
                                         env={**os.environ, "PYTHONPATH": str(checkout.resolve())},
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -90,10 +92,13 @@ class Worker:
 
 def main() -> None:
     args = parse_args()
+    for config in (args.config, args.config_b or args.config):
+        if not config.is_file():
+            sys.exit(f"error: no config file {config}")
     settings = {"config": str(args.config.resolve()), "data": str(args.data.resolve()), "amp": args.amp,
                 "threads": args.threads}
     workers = [Worker(args.a, settings)]  # loaded one after the other: neither is timed while the other loads
-    workers.append(Worker(args.b, settings))
+    workers.append(Worker(args.b, {**settings, "config": str((args.config_b or args.config).resolve())}))
     for worker in workers:
         worker.run(0, args.warmup)
     seconds = [0.0, 0.0]
