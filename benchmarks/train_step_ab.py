@@ -11,7 +11,8 @@ Usage: python benchmarks/train_step_ab.py A_DIR B_DIR [--config recipes/bible/tr
        [--config-b OTHER.yaml] [--data data/bible/bpe8000] [--amp bf16] [--threads 2] [--blocks 16] [--block 30]
        [--warmup 20]
 A_DIR and B_DIR are checkouts of nmtkit (e.g. `git worktree add /tmp/before HEAD~1`); each worker imports nmtkit from
-its own checkout. To time two settings of one checkout, give it twice and B's settings with --config-b. Prints each version's milliseconds per update and B's speed relative to A.
+its own checkout. To time two settings of one checkout, give it twice and B's settings with --config-b.
+Prints each version's milliseconds per update and B's speed relative to A.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ from nmtkit.checkpoint import load_checkpoint
 from nmtkit.data.subword import Subword
 from nmtkit.errors import NmtkitError
 
-CHANGEABLE = frozenset({"dropout", "attention_dropout", "activation_dropout"})  # model settings that do not change the weights' shapes
+# model settings that do not change the weights' shapes
+CHANGEABLE = frozenset({"dropout", "attention_dropout", "activation_dropout"})
 
 
 def model_differences(saved: dict, wanted: dict) -> list[str]:
