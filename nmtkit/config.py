@@ -74,6 +74,9 @@ class TrainConfig:
     adam_eps: float = option(1e-9, "Adam epsilon")
     weight_decay: float = option(0.0, "AdamW weight decay")
     label_smoothing: float = option(0.1, "label smoothing epsilon")
+    dropout_from: float = option(
+        0.0, "late dropout (Liu et al. 2023): the model's dropout is off until this fraction of the budget "
+        "(max_steps or max_time, whichever is further) is spent, then on at the model's rates; 0 = from the start")
     scheduled_sampling: float = option(
         0.0, "probability of feeding the model's own sampled prediction instead of the reference token "
         "(Bengio et al. 2015); 0 = teacher forcing")

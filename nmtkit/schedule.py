@@ -67,7 +67,12 @@ def linear_to_budget(warmup: int, max_steps: int, max_time: float):
 
     def factor(step: int, elapsed: float) -> float:
         ramp = min(max(step, 1) / warmup, 1.0) if warmup > 0 else 1.0
-        spent = max(step / max_steps if max_steps > 0 else 0.0, elapsed / max_time if max_time > 0 else 0.0)
-        return ramp * max(0.0, 1.0 - spent)
+        return ramp * max(0.0, 1.0 - budget_spent(step, elapsed, max_steps, max_time))
 
     return factor
+
+
+def budget_spent(step: int, elapsed: float, max_steps: int, max_time: float) -> float:
+    """The fraction of the run's budget spent: of max_steps or of max_time (seconds), whichever is further
+    (0 = no such budget)."""
+    return max(step / max_steps if max_steps > 0 else 0.0, elapsed / max_time if max_time > 0 else 0.0)

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from nmtkit.config import TrainConfig
-from nmtkit.schedule import CPU_SCHEDULE, GPU_SCHEDULE, linear_to_budget, resolve_schedule
+from nmtkit.schedule import CPU_SCHEDULE, GPU_SCHEDULE, budget_spent, linear_to_budget, resolve_schedule
 
 
 @pytest.mark.parametrize("device, schedule", [("cpu", CPU_SCHEDULE), ("cuda", GPU_SCHEDULE)])
@@ -71,3 +71,10 @@ def test_linear_decay_follows_the_time_spent_or_the_steps_whichever_is_further()
 def test_linear_decay_needs_a_budget():
     with pytest.raises(ValueError, match="max_steps or max_time"):
         linear_to_budget(warmup=10, max_steps=0, max_time=0)
+
+
+def test_the_budget_spent_is_the_further_of_the_steps_and_the_time():
+    assert budget_spent(step=25, elapsed=0.0, max_steps=100, max_time=0) == 0.25
+    assert budget_spent(step=25, elapsed=300.0, max_steps=0, max_time=600.0) == 0.5
+    assert budget_spent(step=25, elapsed=60.0, max_steps=100, max_time=600.0) == 0.25
+    assert budget_spent(step=90, elapsed=0.0, max_steps=0, max_time=0) == 0.0

@@ -204,6 +204,37 @@ def test_training_with_scheduled_sampling_ramps_the_probability(data_dir: Path, 
         Trainer(tiny_config(scheduled_sampling=1.5), data_dir, tmp_path)
 
 
+def test_late_dropout_is_off_until_its_fraction_of_the_budget_then_at_the_models_rates(data_dir: Path,
+                                                                                       tmp_path: Path, caplog):
+    config = tiny_config(dropout_from=0.5, max_steps=8, valid_bleu=False)
+    config.model.attention_dropout = 0.2
+    trainer = Trainer(config, data_dir, tmp_path)
+    rates = {(type(module).__name__, rate) for module, _, rate in trainer.dropout_rates}
+    assert rates == {("Dropout", 0.1), ("MultiHeadAttention", 0.2)}
+    seen = []
+    update = trainer.update
+
+    def recording_update(*args, **kwargs):
+        stats = update(*args, **kwargs)
+        seen.append(sorted({getattr(module, attribute) for module, attribute, _ in trainer.dropout_rates}))
+        return stats
+
+    trainer.update = recording_update
+    with caplog.at_level("INFO", logger="nmtkit.training"):
+        assert trainer.run()["steps"] == 8
+    assert seen == [[0.0]] * 4 + [[0.1, 0.2]] * 4  # off for steps 1-4 (0/8 to 3/8 spent), on from the 5th
+    assert "step 4: dropout on" in caplog.text
+    # the rates the model is saved with are its own
+    assert trainer.config.model.dropout == 0.1 and trainer.config.model.attention_dropout == 0.2
+
+
+def test_late_dropout_needs_a_budget_and_a_fraction(data_dir: Path, tmp_path: Path):
+    with pytest.raises(NmtkitError, match="--max-steps or --max-time"):
+        Trainer(tiny_config(dropout_from=0.3), data_dir, tmp_path)
+    with pytest.raises(NmtkitError, match="dropout_from"):
+        Trainer(tiny_config(dropout_from=1.0, max_steps=4), data_dir, tmp_path)
+
+
 class FaultyForward:
     """Stands in for a trainer's forward pass: calls numbered in `poisoned` (1-based) return NaN logits, and a
     batch of more than `max_sentences` sentences raises torch.OutOfMemoryError as CUDA would."""
