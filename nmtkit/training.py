@@ -37,16 +37,15 @@ from nmtkit.data.prepare import load_subwords, read_manifest
 from nmtkit.distributed import World, init_world, leave_world
 from nmtkit.errors import NmtkitError
 from nmtkit.finetune import init_payload
+from nmtkit.late_dropout import LateDropout
 from nmtkit.metrics.tokenize import default_tokenizer
-from nmtkit.modules.attention import MultiHeadAttention
 from nmtkit.modules.checkpointing import checkpoint_activations
-from nmtkit.modules.dropout import Dropout
 from nmtkit.objectives import TrainingForward, label_smoothed_nll
 from nmtkit.precision import auto_candidates, describe, dtype_name, fastest, time_precisions
 from nmtkit.registry import build_model
 from nmtkit.run_log import RunLog
 from nmtkit.runtime import StopSignals, autocast_dtype, set_threads
-from nmtkit.schedule import budget_spent, inverse_sqrt, linear_to_budget, resolve_schedule
+from nmtkit.schedule import inverse_sqrt, linear_to_budget, resolve_schedule
 from nmtkit.validation import dev_loss, dev_scores
 
 log = logging.getLogger(__name__)
@@ -64,30 +63,12 @@ def check_train_config(train) -> None:
     if train.lr_schedule == "linear" and not (train.max_steps or train.max_time):
         raise NmtkitError("train.lr_schedule=linear decays to zero at the end of the budget: give --max-steps or "
                           "--max-time")
-    if not 0.0 <= train.dropout_from < 1.0:
-        raise NmtkitError(f"train.dropout_from is a fraction of the budget in [0, 1), got {train.dropout_from}")
-    if train.dropout_from > 0 and not (train.max_steps or train.max_time):
-        raise NmtkitError("train.dropout_from is a fraction of the budget: give --max-steps or --max-time")
+    if train.dropout_from and not (0.0 < train.dropout_from < 1.0 and (train.max_steps or train.max_time)):
+        raise NmtkitError(f"train.dropout_from is a fraction of the budget in [0, 1) and needs --max-steps or "
+                          f"--max-time, got {train.dropout_from}")
     if train.compile and train.scheduled_sampling > 0:
         raise NmtkitError("train.compile does not combine with train.scheduled_sampling (the decoder unrolled step by "
                           "step would be recompiled); use one or the other")
-
-
-def dropout_rates(model: nn.Module) -> list[tuple[nn.Module, str, float]]:
-    """(module, attribute, rate) of each dropout in `model`: the Dropout modules' p, attention's dropout."""
-    rates = []
-    for module in model.modules():
-        if isinstance(module, (Dropout, nn.Dropout)):
-            rates.append((module, "p", module.p))
-        elif isinstance(module, MultiHeadAttention):
-            rates.append((module, "dropout", module.dropout))
-    return rates
-
-
-def set_dropout(rates: list[tuple[nn.Module, str, float]], on: bool) -> None:
-    """Every dropout in `rates` at its own rate (on) or at 0 (off)."""
-    for module, attribute, rate in rates:
-        setattr(module, attribute, rate if on else 0.0)
 
 
 @dataclass
@@ -144,8 +125,7 @@ class Trainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_factor(train))
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision is torch.float16)
         self.last_validated = 0
-        self.dropout_rates = dropout_rates(self.model)  # the model's own, restored when late dropout switches on
-        self.dropout_on = True
+        self.late_dropout = LateDropout(self.model, train)
         self.run_log: RunLog | None = None
         self._epoch: tuple[int, list] = (-1, [])
         if self.world.rank > 0:  # the same initial weights everywhere, then each process its own dropout masks
@@ -330,7 +310,8 @@ class Trainer:
         tokens of the whole update on every process. Returns the update's statistics, or None if it was skipped
         (a non-finite loss or gradient, or an fp16 overflow that the gradient scaler handles)."""
         self.model.train()
-        self._late_dropout()
+        if self.late_dropout.follow(self.progress.step, self.progress.elapsed):
+            log.info("step %d: dropout on (train.dropout_from %g)", self.progress.step, self.config.train.dropout_from)
         try:
             loss_sum, nll_sum = self._backward(batches, tokens, weight)
             out_of_memory = False
@@ -356,18 +337,6 @@ class Trainer:
         self.scheduler.step()
         self.progress.nonfinite_in_row = 0
         return {"loss": loss_sum / tokens, "nll": nll_sum / tokens, "tokens": int(tokens), "grad_norm": norm}
-
-    def _late_dropout(self) -> None:
-        """With train.dropout_from, dropout off until that fraction of the budget is spent, then the model's rates
-        (read from the budget before each update, so that a resumed run switches at the same point)."""
-        train = self.config.train
-        on = train.dropout_from <= 0 or budget_spent(
-            self.progress.step, self.progress.elapsed, train.max_steps, train.max_time) >= train.dropout_from
-        if on != self.dropout_on:
-            set_dropout(self.dropout_rates, on)
-            self.dropout_on = on
-            if on and self.progress.step:
-                log.info("step %d: dropout on (train.dropout_from %g)", self.progress.step, train.dropout_from)
 
     def _clip_gradients(self) -> float:
         """Clip the gradient norm to train.clip_norm (when > 0); returns the norm before clipping."""

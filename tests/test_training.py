@@ -209,14 +209,14 @@ def test_late_dropout_is_off_until_its_fraction_of_the_budget_then_at_the_models
     config = tiny_config(dropout_from=0.5, max_steps=8, valid_bleu=False)
     config.model.attention_dropout = 0.2
     trainer = Trainer(config, data_dir, tmp_path)
-    rates = {(type(module).__name__, rate) for module, _, rate in trainer.dropout_rates}
+    rates = {(type(module).__name__, rate) for module, _, rate in trainer.late_dropout.rates}
     assert rates == {("Dropout", 0.1), ("MultiHeadAttention", 0.2)}
     seen = []
     update = trainer.update
 
     def recording_update(*args, **kwargs):
         stats = update(*args, **kwargs)
-        seen.append(sorted({getattr(module, attribute) for module, attribute, _ in trainer.dropout_rates}))
+        seen.append(sorted({getattr(module, attribute) for module, attribute, _ in trainer.late_dropout.rates}))
         return stats
 
     trainer.update = recording_update
