@@ -6,12 +6,28 @@ import pytest
 import torch
 
 from nmtkit.errors import NmtkitError
-from nmtkit.runtime import autocast_dtype, pick_device, set_threads
+from nmtkit.runtime import autocast_dtype, avoid_per_shape_attention, pick_device, set_threads
 
 
 def test_auto_device_is_cuda_only_when_available():
     assert pick_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
     assert pick_device("cpu").type == "cpu"
+
+
+def test_a_cuda_device_keeps_attention_off_cudnn():
+    """cuDNN's fused attention plans every new batch shape (300 ms each on an H200): a CUDA device turns it off,
+    the CPU leaves the setting alone."""
+    before = torch.backends.cuda.cudnn_sdp_enabled()
+    try:
+        torch.backends.cuda.enable_cudnn_sdp(True)
+        pick_device("cpu")
+        assert torch.backends.cuda.cudnn_sdp_enabled()
+        device = pick_device("auto")
+        assert torch.backends.cuda.cudnn_sdp_enabled() == (device.type == "cpu")
+        avoid_per_shape_attention()
+        assert not torch.backends.cuda.cudnn_sdp_enabled()
+    finally:
+        torch.backends.cuda.enable_cudnn_sdp(before)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error raised on machines without CUDA")
