@@ -247,17 +247,19 @@ def test_python_api_and_its_errors(pre_norm):
 def test_batches_searched_at_once_translate_as_one_at_a_time(pre_norm, decode):
     """--inter-threads 2: two CTranslate2 workers search two batches at the same time, each of half the token
     budget; each batch is searched as it is alone, so the outputs are those of one worker of
-    one thread with that budget, in input order (batches of a few tokens: many of them)."""
+    one thread with that budget, in input order (batches of a few tokens: many of them). CPU workers: on a GPU
+    machine `auto` would search on the GPU."""
     checkpoint, directory = pre_norm
     lines = letter_lines(60, seed=11, longest=9) + ["", "h g f"]
-    alone = Translator.load(directory, threads=1, batch_tokens=6, **decode).translate_nbest(lines)
-    translator = Translator.load(directory, threads=2, inter_threads=2, batch_tokens=12, **decode)  # 1 thread each
+    alone = Translator.load(directory, device="cpu", threads=1, batch_tokens=6, **decode).translate_nbest(lines)
+    translator = Translator.load(directory, device="cpu", threads=2, inter_threads=2, batch_tokens=12,
+                                 **decode)  # one thread each
     assert translator.engine.translator.num_translators == 2
     assert (translator.batch_budget, translator.with_decode(batch_tokens=7).batch_budget) == (6, 3)
     int8 = translator.with_decode(batch_tokens=6000)  # a copy; one-thread workers on int8 weights: small batches
     int8.loaded = dataclasses.replace(int8.loaded, quantization="int8")
     assert (translator.with_decode(batch_tokens=6000).batch_budget, int8.batch_budget) == (3000, 1000)
-    two_threads = Translator.load(directory, threads=4, inter_threads=2, batch_tokens=6000)
+    two_threads = Translator.load(directory, device="cpu", threads=4, inter_threads=2, batch_tokens=6000)
     two_threads.loaded = int8.loaded
     assert two_threads.batch_budget == 3000
     assert translator.translate_nbest(lines) == alone
