@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# One GPU lease's checks in one command (README "On a GPU"): a Bible training on the GPU, translation of the test
-# set with PyTorch and with CTranslate2 exports (beam 5, wall time and BLEU), then the whole test suite with CUDA.
+# One GPU lease's checks in one command (docs/gpu.md): new batch shapes' cost (benchmarks/new_shapes.py), a Bible
+# training on the GPU, translation of the test set with PyTorch and with CTranslate2 exports (beam 5, wall time and
+# BLEU), then the whole test suite with CUDA.
 #   bash benchmarks/gpu_check.sh    Env: OUT (results folder), TRAIN_TIME (3m), AMP (bf16), TEST_TIME (s, 240), DEVICE (cuda),
 #                                   QUICK (1: PyTorch float32 only), CT2_TYPES (exports), TESTS (pytest paths),
 #                                   DATA (a prepared Bible folder: bpe8000/ and raw/test.{es,en,web})
@@ -41,6 +42,11 @@ if ! $py -c 'import ctypes; ctypes.CDLL("libcublas.so.12")' 2>/dev/null; then
 fi
 $py -c 'import ctranslate2; print("ctranslate2", ctranslate2.__version__, "cuda devices",
   ctranslate2.get_cuda_device_count())' 2>&1 | tee -a "$out/gpu.txt"
+
+# what a batch of a new shape costs, as nmtkit trains and with PyTorch's own choice of attention kernels
+for allow in "" --allow-cudnn; do
+  timeout 120 $py benchmarks/new_shapes.py --device "${DEVICE:-cuda}" $allow 2>&1 | tee -a "$out/new_shapes.txt"
+done
 
 # training: the recipe's model and schedule with GPU-sized batches
 timed train $py -m nmtkit train --data "$data/bpe8000" --config recipes/bible/transformer.yaml \
