@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -23,6 +22,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from nmtkit.config import load_yaml  # noqa: E402
 from nmtkit.objectives import label_smoothed_nll  # noqa: E402
+from nmtkit.precision import time_call  # noqa: E402
 from nmtkit.registry import build_model  # noqa: E402
 from nmtkit.run_config import build_config  # noqa: E402
 from nmtkit.runtime import native_bf16, pick_device  # noqa: E402
@@ -43,21 +43,19 @@ def random_shapes(count: int, tokens: int, seed: int) -> list[tuple[int, int, in
 
 def time_steps(model, optimizer, shapes, dtype: torch.dtype | None, device: torch.device) -> list[float]:
     """Milliseconds of one training step on a random batch of each shape."""
-    times = []
-    for sentences, source, target in shapes:
-        src = torch.randint(4, VOCAB, (sentences, source), device=device)
-        tgt = torch.randint(4, VOCAB, (sentences, target + 1), device=device)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        started = time.perf_counter()
+
+    def step(src: torch.Tensor, tgt: torch.Tensor) -> None:
         with torch.autocast(device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None):
             logits = model(src, src != 0, tgt[:, :-1])[0]
         label_smoothed_nll(logits, tgt[:, 1:], 0.1)[0].backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        times.append((time.perf_counter() - started) * 1000)
+
+    times = []
+    for sentences, source, target in shapes:
+        src = torch.randint(4, VOCAB, (sentences, source), device=device)
+        tgt = torch.randint(4, VOCAB, (sentences, target + 1), device=device)
+        times.append(time_call(lambda src=src, tgt=tgt: step(src, tgt), device) * 1000)
     return times
 
 
