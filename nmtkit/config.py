@@ -49,6 +49,18 @@ class DataConfig:
                                    "from the corpus median ratio by more than this factor (0 = off)")
     dedup: bool = option(True, "drop duplicate training pairs")
     seed: int = option(1, "random seed for subword sampling")
+    subword_samples: int = option(
+        1, "copies of the training corpus written: the first segmented as translation segments it, each further "
+           "one anew by subword sampling (BPE-dropout for bpe, sampling from the unigram model's segmentations); "
+           "an epoch of training then passes over every copy")
+    subword_alpha: float = option(0.1, "subword sampling: BPE-dropout probability (bpe) or smoothing (unigram)")
+
+    def __post_init__(self):
+        if self.subword_samples < 1:
+            raise NmtkitError("data.subword_samples must be at least 1 (1: the training corpus once, unsampled)")
+        if self.subword_samples > 1 and not (0 < self.subword_alpha < 1 and self.subword in ("bpe", "unigram")):
+            raise NmtkitError("data.subword_samples > 1 samples segmentations: it needs a bpe or unigram subword "
+                              "model and 0 < data.subword_alpha < 1")
 
 
 @dataclass

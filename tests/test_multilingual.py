@@ -163,3 +163,14 @@ def test_serve_asks_a_multilingual_model_for_the_target_language(model: Path):
         service.variant({"tgt_lang": "xx"})
     with pytest.raises(NmtkitError, match="sentence 1: unknown target language 'it'"):
         service.check(translator, [sentences[0], Request("four", tgt_lang="it")])
+
+
+def test_subword_samples_repeat_each_lines_pair_with_its_copies(tmp_path: Path):
+    pairs = read_pairs(write_pairs(tmp_path, [("en", "de"), ("de", "en")], count=40))
+    config = DataConfig(subword="bpe", vocab_size=40, subword_samples=2, subword_alpha=0.2, dedup=False)
+    manifest = prepare_multilingual(pairs, tmp_path / "data", config)
+    corpus = np.load(tmp_path / "data" / "train.corpus.npy")
+    assert manifest["splits"]["train"]["sentences"] == len(corpus) == 160
+    assert corpus.tolist() == [0] * 40 + [1] * 40 + [0] * 40 + [1] * 40
+    tokens = TokenArray.load(tmp_path / "data" / "train.src")
+    assert [tokens[i][0] for i in (0, 40, 80, 120)] == [tokens[0][0], tokens[40][0], tokens[0][0], tokens[40][0]]

@@ -157,3 +157,36 @@ def test_nfkc_normalization_is_still_available_and_recorded(tmp_path: Path):
     assert manifest["subword"]["src"]["normalization"] == "nmt_nfkc"
     src_model, _ = load_subwords(tmp_path / "out")
     assert src_model.decode(src_model.encode(["ﬁle …"])) == ["file ..."]
+
+
+def test_subword_samples_write_copies_of_train_that_decode_to_the_same_text(tmp_path: Path):
+    train = corpus(200, seed=4)
+    splits = {"train": write_pair(tmp_path, "train", train), "dev": write_pair(tmp_path, "dev", corpus(10, 5))}
+    config = DataConfig(subword="bpe", vocab_size=60, dedup=False, subword_samples=3, subword_alpha=0.3)
+    manifest = prepare_data(splits, tmp_path / "out", config)
+    assert manifest["splits"]["train"]["sentences"] == 600 and manifest["splits"]["train"]["subword_samples"] == 3
+    assert manifest["splits"]["dev"]["sentences"] == 10 and "subword_samples" not in manifest["splits"]["dev"]
+    assert manifest["data"]["subword_samples"] == 3
+    model, _ = load_subwords(tmp_path / "out")
+    for side, index in (("src", 0), ("tgt", 1)):
+        ids = TokenArray.load(tmp_path / "out" / f"train.{side}")
+        copies = [[ids[copy * 200 + i].tolist() for i in range(200)] for copy in range(3)]
+        assert copies[0] == model.encode([pair[index] for pair in train])  # the first copy: as translation segments
+        for copy in copies:
+            assert model.decode(copy) == [pair[index] for pair in train]
+        assert copies[1] != copies[0] and copies[2] != copies[1]  # segmented anew, every copy
+        assert sum(map(len, copies[1])) > sum(map(len, copies[0]))  # BPE-dropout leaves merges out: more pieces
+    again = prepare_data(splits, tmp_path / "again", config)
+    assert again == manifest
+    first, second = ((tmp_path / run / "train.src.tok.npy").read_bytes() for run in ("out", "again"))
+    assert first == second  # the same samples from the same seed
+
+
+@pytest.mark.parametrize(("settings", "needle"), [
+    (dict(subword_samples=0), "at least 1"),
+    (dict(subword_samples=2, subword="word"), "bpe or unigram"),
+    (dict(subword_samples=2, subword_alpha=0.0), "0 < data.subword_alpha < 1"),
+])
+def test_subword_sampling_settings_are_checked(settings, needle):
+    with pytest.raises(NmtkitError, match=needle):
+        DataConfig(**settings)

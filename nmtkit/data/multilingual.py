@@ -143,7 +143,9 @@ def prepare_multilingual(corpora: list[Corpus], out: Path, config: DataConfig, o
     tag_ids = np.array([model.processor.piece_to_id(tag(corpus.tgt_lang)) for corpus in corpora])
     manifest = _manifest(corpora, config, model, stats, line_corpora)
     for name in split_names:
-        manifest["splits"][name] = binarize(name, (model, model), out, tag_ids[line_corpora[name]])
+        manifest["splits"][name] = binarize(name, (model, model), out, tag_ids[line_corpora[name]], config)
+    if config.subword_samples > 1:  # train's copies repeat its lines, so its lines' pairs repeat with them
+        np.save(out / "train.corpus.npy", np.tile(line_corpora["train"], config.subword_samples))
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return manifest
 

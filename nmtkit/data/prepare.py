@@ -113,22 +113,30 @@ def write_text(name: str, pairs: Iterable[tuple[str, str]], out: Path) -> int:
     return count
 
 
-def binarize(name: str, models: tuple[Subword, Subword], out: Path, source_tags: np.ndarray | None = None) -> dict:
+def binarize(name: str, models: tuple[Subword, Subword], out: Path, source_tags: np.ndarray | None = None,
+             config: DataConfig | None = None) -> dict:
     """Subword ids of the split's cleaned text, encoded `CHUNK` lines at a time into memory-mappable arrays; with
-    `source_tags` (one id per line) each source starts with its line's tag (a multilingual model's target language)."""
+    `source_tags` (one id per line) each source starts with its line's tag (a multilingual model's target language).
+    For train, `config.subword_samples` > 1 writes the corpus that many times, every copy after the first segmented
+    by subword sampling, seeded by `config.seed`, the copy and the chunk (the same data on any machine)."""
+    copies = config.subword_samples if config is not None and name == "train" else 1
     sizes = {}
     for side, model in zip(("src", "tgt"), models):
         writer = TokenWriter(out / f"{name}.{side}")
-        lines = iter_lines(out / f"{name}.{side}.txt")
-        done = 0
-        while chunk := list(itertools.islice(lines, CHUNK)):
-            ids = model.encode(chunk)
-            if side == "src" and source_tags is not None:
-                ids = [[int(tag), *seq] for tag, seq in zip(source_tags[done : done + len(ids)], ids)]
-            writer.append(ids)
-            done += len(ids)
+        for copy in range(copies):
+            lines = iter_lines(out / f"{name}.{side}.txt")
+            done = 0
+            while chunk := list(itertools.islice(lines, CHUNK)):
+                seed = int(np.random.SeedSequence([config.seed, copy, done]).generate_state(1)[0]) if copy else 0
+                ids = model.encode(chunk, alpha=config.subword_alpha if copy else 0.0, seed=seed)
+                if side == "src" and source_tags is not None:
+                    ids = [[int(tag), *seq] for tag, seq in zip(source_tags[done : done + len(ids)], ids)]
+                writer.append(ids)
+                done += len(ids)
         array = writer.close()
         sizes["sentences"], sizes[f"{side}_tokens"] = len(array), int(array.offsets[-1])
+    if copies > 1:
+        sizes["subword_samples"] = copies
     return sizes
 
 
@@ -190,7 +198,7 @@ def prepare_data(splits: dict[str, SplitFiles], out: Path, config: DataConfig,
                 "subword": {"src": models[0].settings, "tgt": models[1].settings, "reused": subwords is not None},
                 "filter": stats.as_dict(), "splits": {}}
     for name in (name for name in SPLITS if name in splits):
-        manifest["splits"][name] = binarize(name, models, out)
+        manifest["splits"][name] = binarize(name, models, out, config=config)
         log.info("%s: %s", name, manifest["splits"][name])
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return manifest

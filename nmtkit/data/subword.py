@@ -35,7 +35,14 @@ class Subword:
     def vocab_size(self) -> int:
         return self.processor.get_piece_size()
 
-    def encode(self, lines: list[str]) -> list[list[int]]:
+    def encode(self, lines: list[str], alpha: float = 0.0, seed: int = 0) -> list[list[int]]:
+        """Subword ids of `lines`; with `alpha` > 0 a segmentation sampled for each line (BPE-dropout with
+        probability `alpha` for bpe models, unigram sampling with smoothing `alpha`), the same text either way.
+        SentencePiece restarts its generator from one global seed at every batch call, whatever its threads, so
+        the sample is a function of `seed` and the lines: a caller wanting new segmentations passes a new seed."""
+        if alpha > 0:
+            spm.set_random_generator_seed(seed)
+            return self.processor.encode(lines, out_type=int, enable_sampling=True, alpha=alpha, nbest_size=-1)
         return self.processor.encode(lines, out_type=int)
 
     def decode(self, ids: list[list[int]]) -> list[str]:
