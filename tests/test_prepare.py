@@ -176,10 +176,6 @@ def test_subword_samples_write_copies_of_train_that_decode_to_the_same_text(tmp_
             assert model.decode(copy) == [pair[index] for pair in train]
         assert copies[1] != copies[0] and copies[2] != copies[1]  # segmented anew, every copy
         assert sum(map(len, copies[1])) > sum(map(len, copies[0]))  # BPE-dropout leaves merges out: more pieces
-    again = prepare_data(splits, tmp_path / "again", config)
-    assert again == manifest
-    first, second = ((tmp_path / run / "train.src.tok.npy").read_bytes() for run in ("out", "again"))
-    assert first == second  # the same samples from the same seed
 
 
 @pytest.mark.parametrize(("settings", "needle"), [

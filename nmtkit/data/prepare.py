@@ -118,7 +118,8 @@ def binarize(name: str, models: tuple[Subword, Subword], out: Path, source_tags:
     """Subword ids of the split's cleaned text, encoded `CHUNK` lines at a time into memory-mappable arrays; with
     `source_tags` (one id per line) each source starts with its line's tag (a multilingual model's target language).
     For train, `config.subword_samples` > 1 writes the corpus that many times, every copy after the first segmented
-    by subword sampling, seeded by `config.seed`, the copy and the chunk (the same data on any machine)."""
+    by subword sampling, seeded from `config.seed`, the copy and the chunk (SentencePiece's generator does not
+    promise the same samples in every process: its worker threads may keep their state between calls)."""
     copies = config.subword_samples if config is not None and name == "train" else 1
     sizes = {}
     for side, model in zip(("src", "tgt"), models):

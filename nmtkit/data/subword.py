@@ -38,8 +38,8 @@ class Subword:
     def encode(self, lines: list[str], alpha: float = 0.0, seed: int = 0) -> list[list[int]]:
         """Subword ids of `lines`; with `alpha` > 0 a segmentation sampled for each line (BPE-dropout with
         probability `alpha` for bpe models, unigram sampling with smoothing `alpha`), the same text either way.
-        SentencePiece restarts its generator from one global seed at every batch call, whatever its threads, so
-        the sample is a function of `seed` and the lines: a caller wanting new segmentations passes a new seed."""
+        `seed` reseeds SentencePiece's generator for the threads a batch call starts; threads it reuses keep their
+        state, so the same call need not give the same sample twice: a caller wanting new samples passes a new seed."""
         if alpha > 0:
             spm.set_random_generator_seed(seed)
             return self.processor.encode(lines, out_type=int, enable_sampling=True, alpha=alpha, nbest_size=-1)
