@@ -50,8 +50,8 @@ class DataConfig:
     dedup: bool = option(True, "drop duplicate training pairs")
     seed: int = option(1, "random seed for subword sampling")
     subword_samples: int = option(
-        1, "copies of the training corpus written: the first segmented as translation segments it, each further "
-           "one anew by subword sampling (BPE-dropout for bpe, sampling from the unigram model's segmentations); "
+        1, "copies of the training corpus written: the first with the plain segmentation that translation uses, "
+           "each further one sampled anew (BPE-dropout for bpe, sampling from the unigram model's segmentations); "
            "an epoch of training then passes over every copy")
     subword_alpha: float = option(0.1, "subword sampling: BPE-dropout probability (bpe) or smoothing (unigram)")
 
