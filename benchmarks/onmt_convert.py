@@ -36,7 +36,7 @@ from torch import Tensor
 from nmtkit.checkpoint import load_checkpoint
 from nmtkit.data.subword import BOS, EOS, PAD, UNK, Subword
 from nmtkit.errors import NmtkitError
-from nmtkit.models.transformer import TransformerConfig
+from nmtkit.models.transformer import GATED, TransformerConfig
 from nmtkit.modules.embeddings import sinusoidal_table
 from nmtkit.run_config import build_config
 
@@ -67,6 +67,9 @@ RENAMES = [
     (r"output\.weight", "generator.weight"),
 ]
 SRC_EMBEDDING, TGT_EMBEDDING = RENAMES[0][1], RENAMES[1][1]
+# nmtkit activation -> OpenNMT-py's pos_ffn_activation_fn (position_ffn.py: "silu" and "gated-gelu" are gated,
+# act(w_1 x) * w_3 x, where nmtkit's `inner` holds w_1's rows and then w_3's)
+ONMT_ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swiglu": "silu", "geglu": "gated-gelu"}
 
 
 def onmt_name(name: str) -> str:
@@ -106,11 +109,13 @@ def source_line(ids: list[int], tokens: dict[int, str]) -> str:
 
 
 def check_convertible(config) -> None:
-    """OpenNMT-py 3.5.1 has only pre-norm layers and sinusoidal (or relative) positions."""
+    """OpenNMT-py 3.5.1 has only pre-norm layers, sinusoidal (or relative) positions, and no gated ReLU."""
     if not isinstance(config, TransformerConfig):
         raise ValueError(f"only nmtkit Transformers convert, not {config.name!r}")
     if config.norm != "pre" or config.positions != "sinusoidal":
         raise ValueError(f"OpenNMT-py 3.5.1 has no {config.norm}-norm / {config.positions}-position Transformer")
+    if config.activation not in ONMT_ACTIVATIONS:
+        raise ValueError(f"OpenNMT-py 3.5.1 has no {config.activation} feed-forward layer")
 
 
 def onmt_options(config: TransformerConfig, joint: bool) -> dict:
@@ -123,7 +128,7 @@ def onmt_options(config: TransformerConfig, joint: bool) -> dict:
         "hidden_size": d_model, "enc_hid_size": d_model, "dec_hid_size": d_model, "word_vec_size": d_model,
         "src_word_vec_size": d_model, "tgt_word_vec_size": d_model, "transformer_ff": config.ffn,
         "dropout": [config.dropout], "attention_dropout": [config.attention_dropout],
-        "pos_ffn_activation_fn": config.activation, "position_encoding": True,
+        "pos_ffn_activation_fn": ONMT_ACTIVATIONS[config.activation], "position_encoding": True,
         "position_encoding_type": "SinusoidalInterleaved", "max_relative_positions": 0,
         "self_attn_type": "scaled-dot", "add_qkvbias": True, "add_ffnbias": True, "layer_norm": "standard",
         "norm_eps": 1e-5, "share_vocab": joint, "share_embeddings": config.share_embeddings and joint,
@@ -138,9 +143,14 @@ def position_buffer(d_model: int) -> Tensor:
     return sinusoidal_table(ONMT_MAX_POSITIONS, d_model).unsqueeze(1)
 
 
-def onmt_weights(state: dict[str, Tensor], src_rows: list[int], tgt_rows: list[int], d_model: int) -> dict:
-    """nmtkit's state dict under OpenNMT-py names, vocabulary rows permuted, zero generator bias, `pe` buffers."""
+def onmt_weights(state: dict[str, Tensor], src_rows: list[int], tgt_rows: list[int], d_model: int,
+                 gated: bool = False) -> dict:
+    """nmtkit's state dict under OpenNMT-py names, vocabulary rows permuted, zero generator bias, `pe` buffers;
+    `gated`: each feed-forward `inner` split into w_1 and w_3."""
     weights = {onmt_name(name): value.float() for name, value in state.items()}
+    if gated:
+        for name in [name for name in weights if re.search(r"feed_forward\.w_1\.", name)]:
+            weights[name], weights[name.replace(".w_1.", ".w_3.")] = weights[name].chunk(2, dim=0)
     weights[SRC_EMBEDDING] = weights[SRC_EMBEDDING][src_rows]
     weights[TGT_EMBEDDING] = weights[TGT_EMBEDDING][tgt_rows]
     weights["generator.weight"] = weights["generator.weight"][tgt_rows]
@@ -158,7 +168,7 @@ def convert(payload: dict) -> dict:
     src = Subword(payload["subword"]["src"])
     tgt = src if joint else Subword(payload["subword"]["tgt"])
     weights = onmt_weights(payload["model"], vocabulary_rows(src.vocab_size), vocabulary_rows(tgt.vocab_size),
-                           config.d_model)
+                           config.d_model, gated=config.activation in GATED)
     generator = {name.split(".", 1)[1]: weights.pop(name) for name in ("generator.weight", "generator.bias")}
     vocab = {"src": onmt_tokens(subword_pieces(src)), "tgt": onmt_tokens(subword_pieces(tgt)),
              "data_task": "seq2seq", "decoder_start_token": ONMT_SPECIALS[BOS]}

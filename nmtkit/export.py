@@ -36,7 +36,7 @@ from nmtkit.config import to_dict
 from nmtkit.ct2 import MANIFEST, MANIFEST_FORMAT, SOURCE_SUBWORD, TARGET_SUBWORD, VMAP
 from nmtkit.data.subword import BOS, EOS, UNK, Subword
 from nmtkit.errors import NmtkitError
-from nmtkit.models.transformer import DecoderLayer, EncoderLayer, Transformer
+from nmtkit.models.transformer import GATED, DecoderLayer, EncoderLayer, Transformer
 from nmtkit.shortlist import shortlist_from_data
 from nmtkit.version import __version__
 
@@ -66,7 +66,13 @@ def set_self_attention(spec, attention, norm: nn.LayerNorm) -> None:
 
 
 def set_feed_forward(spec, feed_forward, norm: nn.LayerNorm) -> None:
-    set_linear(spec.linear_0, feed_forward.inner)
+    if feed_forward.gated:  # CTranslate2: act(linear_0 x) * linear_0_noact x; nmtkit's inner holds both, in order
+        activation, gate = (numpy(part) for part in feed_forward.inner.weight.chunk(2, dim=0))
+        activation_bias, gate_bias = (numpy(part) for part in feed_forward.inner.bias.chunk(2, dim=0))
+        spec.linear_0.weight, spec.linear_0.bias = activation, activation_bias
+        spec.linear_0_noact.weight, spec.linear_0_noact.bias = gate, gate_bias
+    else:
+        set_linear(spec.linear_0, feed_forward.inner)
     set_linear(spec.linear_1, feed_forward.outer)
     set_layer_norm(spec.layer_norm, norm)
 
@@ -98,10 +104,11 @@ def transformer_spec(model: Transformer):
     from ctranslate2.specs import common_spec, transformer_spec
 
     config = model.config
-    activation = {"relu": common_spec.Activation.RELU, "gelu": common_spec.Activation.GELU}[config.activation]
+    relu, gelu, swish = common_spec.Activation.RELU, common_spec.Activation.GELU, common_spec.Activation.SWISH
+    activation = {"relu": relu, "gelu": gelu, "reglu": relu, "geglu": gelu, "swiglu": swish}[config.activation]
     spec = transformer_spec.TransformerSpec.from_config(
         (config.encoder_layers, config.decoder_layers), config.heads, pre_norm=config.norm == "pre",
-        activation=activation, alignment_layer=-1, alignment_heads=0)
+        activation=activation, ffn_glu=config.activation in GATED, alignment_layer=-1, alignment_heads=0)
     positions = numpy(model.positions.table)  # (max_positions, D): the exact table nmtkit adds
     spec.encoder.embeddings[0].weight = numpy(model.src_embed.weight)
     spec.encoder.position_encodings.encodings = positions

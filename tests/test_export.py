@@ -40,6 +40,7 @@ ARCHITECTURES = [
     pytest.param((True, {"norm": "post"}), id="post-norm-shared-tied"),
     pytest.param((False, {"norm": "pre", "tie_output": False}), id="pre-norm-separate-untied"),
     pytest.param((False, {"norm": "post"}), id="post-norm-separate-tied"),
+    pytest.param((True, {"activation": "swiglu"}), id="swiglu"),
     pytest.param((True, {"share_embeddings": False, "tie_output": False, "activation": "gelu",
                          "positions": "learned"}), id="unshared-untied-gelu-learned"),
 ]

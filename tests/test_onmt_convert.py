@@ -123,7 +123,23 @@ def test_positions_and_options_follow_nmtkit(subword):
     assert opt.share_embeddings and opt.share_decoder_embeddings and opt.enc_layers == 1
 
 
-@pytest.mark.parametrize("model", [{"norm": "post"}, {"positions": "learned"}])
-def test_post_norm_and_learned_positions_do_not_convert(subword, model):
+@pytest.mark.parametrize("activation, onmt_activation", [("swiglu", "silu"), ("geglu", "gated-gelu")])
+def test_gated_feed_forward_splits_into_w_1_and_w_3(subword, activation, onmt_activation):
+    """OpenNMT-py's gated layers (position_ffn.py) compute act(w_1 x) * w_3 x; nmtkit's `inner` is w_1 over w_3."""
+    payload = tiny_payload(subword, activation=activation)
+    checkpoint = onmt_convert.convert(payload)
+    assert checkpoint["opt"].pos_ffn_activation_fn == onmt_activation
+    model, ffn = checkpoint["model"], ONE_LAYER["ffn"]
+    gates = {name for name in model if ".w_3." in name}
+    assert gates == {name.replace(".w_1.", ".w_3.") for name in ONMT_NAMES if ".w_1." in name}
+    for side, onmt_side in (("encoder", "encoder.transformer"), ("decoder", "decoder.transformer_layers")):
+        for leaf in ("weight", "bias"):
+            inner = payload["model"][f"{side}.0.feed_forward.inner.{leaf}"]
+            torch.testing.assert_close(model[f"{onmt_side}.0.feed_forward.w_1.{leaf}"], inner[:ffn], rtol=0, atol=0)
+            torch.testing.assert_close(model[f"{onmt_side}.0.feed_forward.w_3.{leaf}"], inner[ffn:], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("model", [{"norm": "post"}, {"positions": "learned"}, {"activation": "reglu"}])
+def test_what_opennmt_lacks_does_not_convert(subword, model):
     with pytest.raises(ValueError, match="OpenNMT-py 3.5.1 has no"):
         onmt_convert.convert(tiny_payload(subword, **model))

@@ -109,3 +109,21 @@ def test_sequence_longer_than_max_positions_is_an_error(make_transformer):
     src, src_mask = encode_sources([list(range(4, 12)) + [4]])  # 10 tokens with EOS
     with pytest.raises(ValueError, match="max_positions"):
         model.encode(src, src_mask)
+
+
+@pytest.mark.parametrize("activation, function", [("reglu", torch.relu), ("geglu", torch.nn.functional.gelu),
+                                                  ("swiglu", torch.nn.functional.silu)])
+def test_gated_feed_forward_is_act_of_one_half_times_the_other(make_transformer, source_batch, activation, function):
+    model = make_transformer(activation=activation)
+    feed_forward = model.encoder[0].feed_forward
+    ffn, d_model = model.config.ffn, model.config.d_model
+    assert feed_forward.inner.weight.shape == (2 * ffn, d_model) and feed_forward.outer.weight.shape == (d_model, ffn)
+    x = torch.randn(3, 5, d_model)
+    w, v = feed_forward.inner.weight[:ffn], feed_forward.inner.weight[ffn:]
+    b, c = feed_forward.inner.bias[:ffn], feed_forward.inner.bias[ffn:]
+    expected = feed_forward.outer(function(x @ w.T + b) * (x @ v.T + c))
+    with torch.no_grad():
+        torch.testing.assert_close(feed_forward(x)[0], expected)
+    _, src, src_mask = source_batch
+    tgt_in = torch.tensor([[BOS, 4, 9, 5], [BOS, 7, 7, 10], [BOS, 6, 5, 4]])
+    assert_step_matches_forward(model, src, src_mask, tgt_in)

@@ -36,7 +36,9 @@ class TransformerConfig:
     attention_dropout: float = option(0.0, "dropout on attention weights")
     activation_dropout: float = option(-1.0, "dropout on the feed-forward layer's activations; -1 = dropout's value "
                                              "(fairseq's activation_dropout, whose default is 0)")
-    activation: Literal["relu", "gelu"] = option("relu", "feed-forward activation")
+    activation: Literal["relu", "gelu", "reglu", "geglu", "swiglu"] = option(
+        "relu", "feed-forward activation; reglu, geglu and swiglu are gated linear units (Shazeer 2020): "
+        "act(x W) * (x V), W and V both d_model x ffn, so 1.5x the feed-forward weights of the same ffn ungated")
     norm: Literal["pre", "post"] = option("pre", "layer norm before (pre) or after (post) each sub-layer")
     positions: Literal["sinusoidal", "learned"] = option("sinusoidal", "position embeddings")
     max_positions: int = option(1024, "longest sequence the position embeddings cover")
@@ -57,17 +59,26 @@ class Sublayer(nn.Module):
         return (x if self.pre_norm else self.norm(x)), weights
 
 
+GATED = {"reglu": F.relu, "geglu": F.gelu, "swiglu": F.silu}  # gated linear units: the activation of x W
+
+
 class FeedForward(nn.Module):
-    """FFN(x) = act(x W1 + b1) W2 + b2 (Section 3.3)."""
+    """FFN(x) = act(x W1 + b1) W2 + b2 (Section 3.3), or gated: (act(x W1 + b1) * (x V + c)) W2 + b2."""
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
-        self.inner, self.outer = nn.Linear(config.d_model, config.ffn), nn.Linear(config.ffn, config.d_model)
-        self.activation = F.relu if config.activation == "relu" else F.gelu
+        self.gated = config.activation in GATED
+        width = 2 * config.ffn if self.gated else config.ffn  # gated: W's outputs, then V's
+        self.inner, self.outer = nn.Linear(config.d_model, width), nn.Linear(config.ffn, config.d_model)
+        self.activation = GATED.get(config.activation) or (F.relu if config.activation == "relu" else F.gelu)
         self.dropout = Dropout(config.dropout if config.activation_dropout < 0 else config.activation_dropout)
 
     def forward(self, x: Tensor) -> tuple[Tensor, None]:
-        return self.outer(self.dropout(self.activation(self.inner(x)))), None
+        hidden = self.inner(x)
+        if self.gated:
+            hidden, gate = hidden.chunk(2, dim=-1)
+            return self.outer(self.dropout(self.activation(hidden) * gate)), None
+        return self.outer(self.dropout(self.activation(hidden))), None
 
 
 class EncoderLayer(nn.Module):
