@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 MODEL ?= transformer
 THREADS ?= 0
-# MAX_TIME (a training budget such as 50m) has each recipe's own default: 50m for the Bible, none for WMT14
+# MAX_TIME (a training budget such as 50m) has each recipe's own default: 54m for the Bible, none for WMT14
 # LANG_DIR (a locale such as zh_CN, ja, th, ar, he) and CODE choose the language of recipe-messages
 export MODEL MAX_TIME THREADS LANG_DIR CODE
 

@@ -3,7 +3,7 @@
 #   bash recipes/bible/run.sh        data, training, translation of the test set (Acts), scores
 #   bash recipes/bible/run.sh data   only the data (with the gold word alignments of Acts)
 #   bash recipes/bible/run.sh gold   only the gold word alignments (needs the extracted text)
-# Env: MODEL (transformer), MAX_TIME (50m), THREADS (0 = all cores), VOCAB (8000), CONFIG (recipes/bible/$MODEL.yaml),
+# Env: MODEL (transformer), MAX_TIME (54m), THREADS (0 = all cores), VOCAB (8000), CONFIG (recipes/bible/$MODEL.yaml),
 #      DATA (data/bible), OUT (runs/bible-es-en/$MODEL), BEAM (5). Every step is skipped when its output exists,
 #      and training resumes from last.pt, so an interrupted recipe continues where it stopped.
 set -euo pipefail
@@ -52,7 +52,7 @@ resume=()
 [ -f "$out/last.pt" ] && resume=(--resume)
 mkdir -p "$out"
 nmtkit train --data "$prepared" --model "$model" "${config_args[@]}" "${resume[@]}" --out "$out" \
-  --max-time "${MAX_TIME:-50m}" --threads "${THREADS:-0}" > "$out/train.summary.json"
+  --max-time "${MAX_TIME:-54m}" --threads "${THREADS:-0}" > "$out/train.summary.json"
 
 start=$(date +%s.%N)
 nmtkit translate -m "$out/model.pt" --beam "$beam" --threads "${THREADS:-0}" --input "$data/raw/test.es" > "$out/test.hyp"
