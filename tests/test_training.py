@@ -138,6 +138,36 @@ def test_the_fused_optimizer_steps_as_torchs_for_loop_adamw(data_dir: Path, tmp_
         torch.testing.assert_close(param.detach(), copy.detach(), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("clip", [1e-3, 1e3])
+def test_clipping_by_the_fused_step_matches_clip_grad_norm_then_torchs_adamw(data_dir: Path, tmp_path: Path,
+                                                                              clip: float):
+    """The fused step divides the gradients by the clip's factor instead of a pass of its own over them: three updates
+    give the weights of clip_grad_norm_ and torch's for-loop AdamW on the same gradients (Adam's first step is
+    nearly scale-free, the later ones are not), whether the clip acts (1e-3) or not (1e3)."""
+    trainer = Trainer(tiny_config(lr=1e-3, warmup=0, weight_decay=0.01, clip_norm=clip), data_dir, tmp_path)
+    train = trainer.config.train
+    params = list(trainer.model.parameters())
+    copies = [param.detach().clone().requires_grad_() for param in params]
+    reference = torch.optim.AdamW(copies, lr=1e-3, betas=(train.adam_beta1, train.adam_beta2), eps=train.adam_eps,
+                                  weight_decay=0.01, foreach=False)
+    seen: list[torch.Tensor] = []
+    trainer.optimizer.register_step_pre_hook(
+        lambda optimizer, args, kwargs: seen.extend(param.grad.clone() for param in params))
+    for batch_indices in trainer.epoch_batches(0)[:3]:
+        batch = trainer.train_data.batch(batch_indices)
+        lr, seen[:] = trainer.optimizer.param_groups[0]["lr"], []
+        stats = trainer.update([batch], batch.num_tgt_tokens)
+        assert "grad_scale" not in vars(trainer.optimizer)  # the divisor does not outlive its step
+        for copy, gradient in zip(copies, seen, strict=True):
+            copy.grad = gradient
+        norm = float(torch.nn.utils.clip_grad_norm_(copies, clip))
+        assert stats["grad_norm"] == pytest.approx(norm, rel=1e-6) and (norm > clip) == (clip < 1.0)
+        reference.param_groups[0]["lr"] = lr
+        reference.step()
+    for param, copy in zip(params, copies):
+        torch.testing.assert_close(param.detach(), copy.detach(), rtol=1e-5, atol=1e-7)
+
+
 def test_linear_schedule_decays_the_lr_to_zero_at_the_step_budget(data_dir: Path, tmp_path: Path):
     trainer = Trainer(tiny_config(lr=1e-3, warmup=5, lr_schedule="linear", max_steps=20, valid_bleu=False),
                       data_dir, tmp_path)
