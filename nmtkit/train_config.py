@@ -1,5 +1,5 @@
 """`train`'s config: from its YAML file (or the run being resumed), `--model`, the flags given and the overrides; a
-fine-tuning run without a model section takes its checkpoint's."""
+fine-tuning run without a model section takes its checkpoint's. `check_train_config` refuses settings that clash."""
 
 from __future__ import annotations
 
@@ -40,3 +40,22 @@ def model_section(section: Any, model: str, source: Path | None) -> dict:
         raise NmtkitError(f"--model {model} disagrees with {source}, whose model section is for "
                           f"{section['name']!r}; drop --model, or use a config written for {model}")
     return merge_flags(section, name=model)
+
+
+def check_train_config(train) -> None:
+    """Settings that are each valid alone but not together, or out of range."""
+    if not 0.0 <= train.scheduled_sampling <= 1.0:
+        raise NmtkitError(f"train.scheduled_sampling must be a probability, got {train.scheduled_sampling}")
+    if train.update_freq < 1 or train.batch_tokens < 1:
+        raise NmtkitError("train.update_freq and train.batch_tokens must be at least 1")
+    if train.max_length < 2:
+        raise NmtkitError(f"train.max_length must be at least 2 (a subword and EOS), got {train.max_length}")
+    if train.lr_schedule == "linear" and not (train.max_steps or train.max_time):
+        raise NmtkitError("train.lr_schedule=linear decays to zero at the end of the budget: give --max-steps or "
+                          "--max-time")
+    if train.dropout_from and not (0.0 < train.dropout_from < 1.0 and (train.max_steps or train.max_time)):
+        raise NmtkitError(f"train.dropout_from is a fraction of the budget in [0, 1) and needs --max-steps or "
+                          f"--max-time, got {train.dropout_from}")
+    if train.compile and train.scheduled_sampling > 0:
+        raise NmtkitError("train.compile does not combine with train.scheduled_sampling (the decoder unrolled step by "
+                          "step would be recompiled); use one or the other")

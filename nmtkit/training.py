@@ -46,29 +46,11 @@ from nmtkit.registry import build_model
 from nmtkit.run_log import RunLog
 from nmtkit.runtime import StopSignals, autocast_dtype, set_threads
 from nmtkit.schedule import inverse_sqrt, linear_to_budget, resolve_schedule
+from nmtkit.train_config import check_train_config
 from nmtkit.validation import dev_loss, dev_scores
 
 log = logging.getLogger(__name__)
 FUSED_ADAM_DEVICES = ("cpu", "cuda")
-
-
-def check_train_config(train) -> None:
-    """Settings that are each valid alone but not together, or out of range."""
-    if not 0.0 <= train.scheduled_sampling <= 1.0:
-        raise NmtkitError(f"train.scheduled_sampling must be a probability, got {train.scheduled_sampling}")
-    if train.update_freq < 1 or train.batch_tokens < 1:
-        raise NmtkitError("train.update_freq and train.batch_tokens must be at least 1")
-    if train.max_length < 2:
-        raise NmtkitError(f"train.max_length must be at least 2 (a subword and EOS), got {train.max_length}")
-    if train.lr_schedule == "linear" and not (train.max_steps or train.max_time):
-        raise NmtkitError("train.lr_schedule=linear decays to zero at the end of the budget: give --max-steps or "
-                          "--max-time")
-    if train.dropout_from and not (0.0 < train.dropout_from < 1.0 and (train.max_steps or train.max_time)):
-        raise NmtkitError(f"train.dropout_from is a fraction of the budget in [0, 1) and needs --max-steps or "
-                          f"--max-time, got {train.dropout_from}")
-    if train.compile and train.scheduled_sampling > 0:
-        raise NmtkitError("train.compile does not combine with train.scheduled_sampling (the decoder unrolled step by "
-                          "step would be recompiled); use one or the other")
 
 
 @dataclass
