@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# One GPU lease's checks in one command (docs/gpu.md): new batch shapes' cost (benchmarks/new_shapes.py), a Bible
-# training on the GPU, translation of the test set with PyTorch and with CTranslate2 exports (beam 5, wall time and
-# BLEU), then the whole test suite with CUDA.
-#   bash benchmarks/gpu_check.sh    Env: OUT (results folder), TRAIN_TIME (3m), AMP (bf16), TEST_TIME (s, 240), DEVICE (cuda),
-#                                   QUICK (1: PyTorch float32 only), CT2_TYPES (exports), TESTS (pytest paths),
-#                                   DATA (a prepared Bible folder: bpe8000/ and raw/test.{es,en,web})
+# One GPU lease's checks in one command (docs/gpu.md): the test suite with CUDA, new batch shapes' cost
+# (benchmarks/new_shapes.py), a Bible training on the GPU, translation of the test set with PyTorch and with
+# CTranslate2 exports (beam 5, wall time and BLEU).
+#   bash benchmarks/gpu_check.sh
+#   Env: OUT (results folder), TRAIN_TIME (3m), AMP (bf16), TEST_TIME (s, 240; 0: no tests), DEVICE (cuda),
+#        QUICK (1: PyTorch float32 only), SHAPES (0: no new_shapes.py), CT2_TYPES (exports), TESTS (pytest paths),
+#        DATA (a prepared Bible folder: bpe8000/ and raw/test.{es,en,web})
 # On a machine without nmtkit installed, run it from the repository root (it puts the checkout on PYTHONPATH).
 # CTranslate2 4.8.5 loads libcublas.so.12 by that name at run time; on a machine with CUDA 13 only, the script
 # points that name at the installed libcublas.so.13 (the functions CTranslate2 calls kept their signatures).
@@ -43,10 +44,22 @@ fi
 $py -c 'import ctranslate2; print("ctranslate2", ctranslate2.__version__, "cuda devices",
   ctranslate2.get_cuda_device_count())' 2>&1 | tee -a "$out/gpu.txt"
 
+# first, so that its result comes back if the lease ends early: the whole suite with CUDA (tests/devices.py adds the
+# GPU and its half precisions), cut at TEST_TIME seconds
+if [ "${TEST_TIME:-240}" != 0 ]; then
+  timeout "${TEST_TIME:-240}" $py -m pytest -n 16 -v -p no:cacheprovider ${TESTS:-tests} > "$out/pytest.log" 2>&1
+  echo "pytest rc=$? (124 = cut by the time limit)" | tee -a "$out/gpu.txt"
+  grep -E -c 'PASSED' "$out/pytest.log" | sed 's/^/passed /' | tee -a "$out/gpu.txt"
+  grep -E 'FAILED|ERROR' "$out/pytest.log" | head -20 | tee -a "$out/gpu.txt"
+  tail -3 "$out/pytest.log"
+fi
+
 # what a batch of a new shape costs, as nmtkit trains and with PyTorch's own choice of attention kernels
-for allow in "" --allow-cudnn; do
-  timeout 120 $py benchmarks/new_shapes.py --device "${DEVICE:-cuda}" $allow 2>&1 | tee -a "$out/new_shapes.txt"
-done
+if [ "${SHAPES:-1}" != 0 ]; then
+  for allow in "" --allow-cudnn; do
+    timeout 120 $py benchmarks/new_shapes.py --device "${DEVICE:-cuda}" $allow 2>&1 | tee -a "$out/new_shapes.txt"
+  done
+fi
 
 # training: the recipe's model and schedule with GPU-sized batches
 timed train $py -m nmtkit train --data "$data/bpe8000" --config recipes/bible/transformer.yaml \
@@ -85,10 +98,3 @@ done
 cmp -s "$run/test.torch-fp32.hyp" "$run/test.ct2-float32.hyp" && same=identical || same="differ on $(paste \
   "$run/test.torch-fp32.hyp" "$run/test.ct2-float32.hyp" | awk -F'\t' '$1 != $2' | wc -l) lines"
 echo "PyTorch float32 and CTranslate2 float32 beam-5 outputs: $same" | tee -a "$out/gpu.txt"
-
-# the whole suite with CUDA (tests/devices.py adds the GPU and its half precisions), cut at TEST_TIME seconds
-timeout "${TEST_TIME:-240}" $py -m pytest -n 16 -v -p no:cacheprovider ${TESTS:-tests} > "$out/pytest.log" 2>&1
-echo "pytest rc=$? (124 = cut by the time limit)" | tee -a "$out/gpu.txt"
-grep -E -c 'PASSED' "$out/pytest.log" | sed 's/^/passed /' | tee -a "$out/gpu.txt"
-grep -E 'FAILED|ERROR' "$out/pytest.log" | head -20 | tee -a "$out/gpu.txt"
-tail -3 "$out/pytest.log"

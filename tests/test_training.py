@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from devices import device_params
 from training_runs import copy_task
 
 from nmtkit.data.subword import PAD
@@ -138,13 +139,16 @@ def test_the_fused_optimizer_steps_as_torchs_for_loop_adamw(data_dir: Path, tmp_
         torch.testing.assert_close(param.detach(), copy.detach(), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("device", device_params())
 @pytest.mark.parametrize("clip", [1e-3, 1e3])
 def test_clipping_by_the_fused_step_matches_clip_grad_norm_then_torchs_adamw(data_dir: Path, tmp_path: Path,
-                                                                              clip: float):
+                                                                              clip: float, device: str):
     """The fused step divides the gradients by the clip's factor instead of a pass of its own over them: three updates
     give the weights of clip_grad_norm_ and torch's for-loop AdamW on the same gradients (Adam's first step is
-    nearly scale-free, the later ones are not), whether the clip acts (1e-3) or not (1e3)."""
-    trainer = Trainer(tiny_config(lr=1e-3, warmup=0, weight_decay=0.01, clip_norm=clip), data_dir, tmp_path)
+    nearly scale-free, the later ones are not), whether the clip acts (1e-3) or not (1e3), on every device."""
+    trainer = Trainer(tiny_config(lr=1e-3, warmup=0, weight_decay=0.01, clip_norm=clip, device=device), data_dir,
+                      tmp_path)
+    assert trainer.optimizer.defaults["fused"]
     train = trainer.config.train
     params = list(trainer.model.parameters())
     copies = [param.detach().clone().requires_grad_() for param in params]
