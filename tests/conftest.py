@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import pytest
 import torch
@@ -17,6 +18,15 @@ VOCAB = 12
 
 TINY = TransformerConfig(encoder_layers=2, decoder_layers=2, d_model=16, heads=2, ffn=32,
                          dropout=0.1, max_positions=64)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """With NMTKIT_TEST_FAILURES=FILE, each failure's report is appended to FILE as it happens (xdist hands the
+    reports to this process too): a run cut by a time limit, as on a lent GPU machine, keeps its tracebacks."""
+    path = os.environ.get("NMTKIT_TEST_FAILURES")
+    if path and report.failed:
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(f"{report.nodeid} ({report.when})\n{report.longreprtext}\n\n")
 
 
 @pytest.fixture(autouse=True)

@@ -167,7 +167,7 @@ def test_nbest_and_scores_in_an_answer(server, models):
     ({"sentences": ["a"], "beam": 17}, 400, "larger than this service allows (16)"),
     ({"sentences": ["a"] * 9}, 413, "9 sentences in one request; at most 8"),
     ({"sentences": ["a", " ".join("abcdefgh" * 2)]}, 413, "sentence 1 has 16 subwords; at most 12"),
-    (b'{"sentences": ["' + b"a" * (5 << 20) + b'"]}', 413, "larger than 4194304 bytes"),
+    pytest.param(b'{"sentences": ["' + b"a" * (5 << 20) + b'"]}', 413, "larger than 4194304 bytes", id="5MiB-body"),
 ])
 def test_bad_requests_get_a_json_error_and_the_service_goes_on(server, body, status, message):
     answer = server.post(body)
