@@ -47,10 +47,12 @@ $py -c 'import ctranslate2; print("ctranslate2", ctranslate2.__version__, "cuda 
 # first, so that its result comes back if the lease ends early: the whole suite with CUDA (tests/devices.py adds the
 # GPU and its half precisions), cut at TEST_TIME seconds
 if [ "${TEST_TIME:-240}" != 0 ]; then
-  NMTKIT_TEST_FAILURES=$out/failures.txt timeout "${TEST_TIME:-240}" $py -m pytest -n 16 -v -p no:cacheprovider ${TESTS:-tests} > "$out/pytest.log" 2>&1
+  # each failure's traceback goes to failures.txt as it happens (tests/conftest.py), also when the run is cut
+  NMTKIT_TEST_FAILURES=$out/failures.txt timeout "${TEST_TIME:-240}" $py -m pytest -n 16 -v -p no:cacheprovider \
+    ${TESTS:-tests} > "$out/pytest.log" 2>&1
   echo "pytest rc=$? (124 = cut by the time limit)" | tee -a "$out/gpu.txt"
   grep -E -c 'PASSED' "$out/pytest.log" | sed 's/^/passed /' | tee -a "$out/gpu.txt"
-  grep -E 'FAILED|ERROR' "$out/pytest.log" | head -20 | tee -a "$out/gpu.txt"
+  grep -E 'FAILED|ERROR' "$out/pytest.log" | cut -c1-300 | head -20 | tee -a "$out/gpu.txt"
   tail -3 "$out/pytest.log"
 fi
 

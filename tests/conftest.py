@@ -21,10 +21,11 @@ TINY = TransformerConfig(encoder_layers=2, decoder_layers=2, d_model=16, heads=2
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """With NMTKIT_TEST_FAILURES=FILE, each failure's report is appended to FILE as it happens (xdist hands the
-    reports to this process too): a run cut by a time limit, as on a lent GPU machine, keeps its tracebacks."""
+    """With NMTKIT_TEST_FAILURES=FILE, each failure's report is appended to FILE as it happens: a run cut by a time
+    limit, as on a lent GPU machine, keeps its tracebacks. Under xdist the controller writes them (workers hand it
+    their reports), not the workers as well."""
     path = os.environ.get("NMTKIT_TEST_FAILURES")
-    if path and report.failed:
+    if path and report.failed and "PYTEST_XDIST_WORKER" not in os.environ:
         with open(path, "a", encoding="utf-8") as log:
             log.write(f"{report.nodeid} ({report.when})\n{report.longreprtext}\n\n")
 
