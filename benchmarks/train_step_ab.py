@@ -12,6 +12,8 @@ Usage: python benchmarks/train_step_ab.py A_DIR B_DIR [--config recipes/bible/tr
        [--warmup 20]
 A_DIR and B_DIR are checkouts of nmtkit (e.g. `git worktree add /tmp/before HEAD~1`); each worker imports nmtkit from
 its own checkout. To time two settings of one checkout, give it twice and B's settings with --config-b.
+A config with `train.init_from` (and `init_optimizer: true`) starts that worker from a checkpoint's weights (and
+optimizer state), e.g. to time the step late in training against the step from fresh weights.
 Prints each version's milliseconds per update and B's speed relative to A.
 """
 
@@ -38,6 +40,8 @@ config = build_config(load_yaml(args["config"]))
 config.train.threads, config.train.amp, config.train.max_steps = args["threads"], args["amp"], 10**9
 trainer = Trainer(config, Path(args["data"]), Path(tempfile.mkdtemp()), quiet=True)
 trainer.settle_precision()
+if config.train.init_from:
+    trainer.initialize_from(config.train.init_from)
 batches = trainer.epoch_batches(0)
 def run(lo, hi):
     start = time.perf_counter()

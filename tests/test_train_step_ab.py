@@ -9,6 +9,10 @@ import sys
 from scripts import ROOT
 from training_runs import copy_task
 
+from nmtkit.config import load_yaml
+from nmtkit.run_config import build_config
+from nmtkit.training import train
+
 CONFIG = """model: {name: transformer, encoder_layers: 1, decoder_layers: 1, d_model: 16, heads: 2, ffn: 32}
 train: {batch_tokens: 64, warmup: 5}
 """
@@ -44,6 +48,27 @@ def test_b_can_time_other_settings_of_the_same_checkout(tmp_path):
     (tmp_path / "again").mkdir()
     missing = run_ab(tmp_path / "again", ROOT, ROOT, "--config-b", str(tmp_path / "missing.yaml"))
     assert missing.returncode != 0 and missing.stderr == f"error: no config file {tmp_path / 'missing.yaml'}\n"
+
+
+def test_b_can_start_from_a_trained_runs_weights_and_optimizer(tmp_path):
+    tiny = tmp_path / "tiny-run.yaml"
+    tiny.write_text(CONFIG, encoding="utf-8")
+    config = build_config(load_yaml(tiny))
+    config.train.max_steps, config.train.threads, config.train.amp, config.train.valid_bleu = 6, 1, "none", False
+    (tmp_path / "parent").mkdir()
+    train(config, copy_task(tmp_path / "parent"), tmp_path / "parent" / "run", quiet=True)
+    late = tmp_path / "late.yaml"
+    late.write_text(CONFIG.replace("warmup: 5}", f"warmup: 5, init_from: {tmp_path / 'parent/run/last.pt'}, "
+                                               "init_optimizer: true}"), encoding="utf-8")
+    result = run_ab(tmp_path, ROOT, ROOT, "--config-b", str(late))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1].startswith(f"B {ROOT} (late.yaml): ")
+    (tmp_path / "again").mkdir()
+    missing_checkpoint = tmp_path / "missing.pt"
+    late.write_text(CONFIG.replace("warmup: 5}", f"warmup: 5, init_from: {missing_checkpoint}}}"), encoding="utf-8")
+    missing = run_ab(tmp_path / "again", ROOT, ROOT, "--config-b", str(late))
+    assert missing.returncode != 0 and str(missing_checkpoint) in missing.stderr
+    assert f"error: the worker of {ROOT} (late.yaml) stopped" in missing.stderr.splitlines()[-1]
 
 
 def test_a_checkout_without_nmtkit_is_a_one_line_error(tmp_path):
