@@ -6,10 +6,10 @@ import re
 import subprocess
 import sys
 
+import yaml
 from scripts import ROOT
 from training_runs import copy_task
 
-from nmtkit.config import load_yaml
 from nmtkit.run_config import build_config
 from nmtkit.training import train
 
@@ -51,9 +51,7 @@ def test_b_can_time_other_settings_of_the_same_checkout(tmp_path):
 
 
 def test_b_can_start_from_a_trained_runs_weights_and_optimizer(tmp_path):
-    tiny = tmp_path / "tiny-run.yaml"
-    tiny.write_text(CONFIG, encoding="utf-8")
-    config = build_config(load_yaml(tiny))
+    config = build_config(yaml.safe_load(CONFIG))
     config.train.max_steps, config.train.threads, config.train.amp, config.train.valid_bleu = 6, 1, "none", False
     (tmp_path / "parent").mkdir()
     train(config, copy_task(tmp_path / "parent"), tmp_path / "parent" / "run", quiet=True)
