@@ -164,7 +164,7 @@ def test_nbest_and_scores_in_an_answer(server, models):
     ({"sentences": ["a\nb"]}, 400, "line break"),
     ({"sentences": ["a"], "beam": 2, "nbest": 3}, 400, "--nbest 3 needs a beam of at least 3"),
     ({"sentences": ["a"], "beam": 4, "length_penalty": "gnmt"}, 400, "gnmt"),
-    ({"sentences": ["a"], "beam": 17}, 400, "larger than this service allows (16)"),
+    ({"sentences": ["a"], "beam": 17}, 400, "beam is 17: this service allows at most 16 (--max-beam)"),
     ({"sentences": ["a"] * 9}, 413, "9 sentences in one request; at most 8"),
     ({"sentences": ["a", " ".join("abcdefgh" * 2)]}, 413, "sentence 1 has 16 subwords; at most 12"),
     pytest.param(b'{"sentences": ["' + b"a" * (5 << 20) + b'"]}', 413, "larger than 4194304 bytes", id="5MiB-body"),
@@ -234,6 +234,9 @@ class EchoTranslator:
 
     def with_decode(self, **options) -> EchoTranslator:
         return EchoTranslator(options, self.calls)
+
+    def with_step_check(self, check) -> EchoTranslator:
+        return self
 
     def source_tag(self, request: Request, where: str) -> list[int]:
         return []
