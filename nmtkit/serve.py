@@ -40,10 +40,9 @@ from aiohttp import web
 
 from nmtkit.config import option
 from nmtkit.errors import NmtkitError
-from nmtkit.hypotheses import length_limits
 from nmtkit.inputs import Request
 from nmtkit.serve_connections import CappedSite
-from nmtkit.serve_requests import BadRequest, RequestLimits, parse_body, parse_request, within
+from nmtkit.serve_requests import BadRequest, RequestLimits, check_output_lengths, parse_body, parse_request
 from nmtkit.translate import ExportedTranslator, Translator
 
 log = logging.getLogger(__name__)
@@ -147,15 +146,6 @@ class Service:
                 raise BadRequest(f"sentence {index} has {length} subwords; at most {self.max_tokens}", 413)
         return lengths
 
-    def check_output_lengths(self, translator: Translator, lengths: list[int]) -> None:
-        """BadRequest, naming the limit, for a sentence whose output length limit (`length_limits`, its EOS counted
-        in the source) is above `max_output_tokens`."""
-        a, b = translator.decode.max_len_a, translator.decode.max_len_b
-        outputs = length_limits([length + 1 for length in lengths], a, b, self.translator.max_source)
-        for index, (length, output) in enumerate(zip(lengths, outputs)):
-            within(output, self.config.max_output_tokens, f"sentence {index} may get {output} output subwords "
-                   f"(max_len_a {a:g} x {length + 1} source subwords + max_len_b {b})", "max-output-tokens")
-
     async def read_body(self, request: web.Request) -> bytes:
         try:
             return await asyncio.wait_for(request.read(), self.config.client_timeout)
@@ -175,7 +165,8 @@ class Service:
             lengths = self.source_lengths(translator, sentences)
         except NmtkitError as error:
             raise BadRequest(str(error)) from error
-        self.check_output_lengths(translator, lengths)
+        check_output_lengths(lengths, translator.decode.max_len_a, translator.decode.max_len_b,
+                             self.translator.max_source, self.config)
         job = Job(sentences, options, sum(lengths), asyncio.get_running_loop().create_future())
         self.pending += 1
         try:

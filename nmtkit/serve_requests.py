@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from nmtkit.config import option
 from nmtkit.errors import NmtkitError
+from nmtkit.hypotheses import length_limits
 from nmtkit.inputs import Request, parse_record
 
 # the search options a request may set, with their JSON types (a bool is not a number here)
@@ -101,10 +102,14 @@ def parse_sentence(index: int, sentence: object) -> Request:
         if isinstance(sentence, str):
             if "\n" in sentence or "\r" in sentence:
                 raise ValueError("a sentence is one line: it may not contain a line break")
-            return Request(sentence)
-        return parse_record(sentence)
-    except ValueError as error:
+            request = Request(sentence)
+        else:
+            request = parse_record(sentence)
+        for text in (request.text, *request.constraints, *request.negative, request.prefix, request.tgt_lang):
+            text.encode("utf-8")  # JSON may escape half of a UTF-16 surrogate pair ("\ud800"): no character
+    except ValueError as error:  # UnicodeEncodeError included
         raise BadRequest(f"sentence {index}: {error}") from error
+    return request
 
 
 def check_limits(options: dict, limits: RequestLimits) -> None:
@@ -123,7 +128,7 @@ def check_constraints(sentences: list[Request], limits: RequestLimits) -> None:
     """BadRequest, naming the limit, for too many or too long constraints and prefixes in a sentence or in the
     request (a constrained search's memory grows with sentences x beam x constraints squared)."""
     counts = [len(sentence.constraints) + len(sentence.negative) for sentence in sentences]
-    sizes = [sum(len(text.encode("utf-8", "surrogatepass"))
+    sizes = [sum(len(text.encode())
                  for text in (*sentence.constraints, *sentence.negative, sentence.prefix)) for sentence in sentences]
     for index, (count, size) in enumerate(zip(counts, sizes)):
         within(count, limits.max_constraints, f"sentence {index} has {count} constraints and negative phrases",
@@ -135,6 +140,16 @@ def check_constraints(sentences: list[Request], limits: RequestLimits) -> None:
     within(sum(sizes), limits.max_request_constraint_bytes,
            f"the request has {sum(sizes)} bytes of constraints, negative phrases and prefixes",
            "max-request-constraint-bytes")
+
+
+def check_output_lengths(lengths: list[int], max_len_a: float, max_len_b: int, max_source: int,
+                         limits: RequestLimits) -> None:
+    """BadRequest, naming the limit, for a sentence of `lengths` source subwords whose output length limit
+    (`length_limits`, its EOS counted in the source, at most `max_source`) is above `max_output_tokens`."""
+    outputs = length_limits([length + 1 for length in lengths], max_len_a, max_len_b, max_source)
+    for index, (length, output) in enumerate(zip(lengths, outputs)):
+        within(output, limits.max_output_tokens, f"sentence {index} may get {output} output subwords (max_len_a "
+               f"{max_len_a:g} x {length + 1} source subwords + max_len_b {max_len_b})", "max-output-tokens")
 
 
 def parse_request(body: object, limits: RequestLimits) -> tuple[list[Request], dict, bool]:

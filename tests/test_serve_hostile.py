@@ -91,6 +91,7 @@ HOSTILE = [  # (body, status, what the error says)
     (b'{"sentences": ["' + b"a " * (3 << 20) + b'"]}', 413, "larger than 4194304 bytes"),
     (b"{not json", 400, "not valid JSON"),
     (b"\xff\xfe", 400, "not UTF-8"),
+    (b'{"sentences": ["a \\ud800"]}', 400, "surrogates not allowed"),
 ]
 
 

@@ -101,6 +101,15 @@ def test_every_number_option_has_a_limit_that_the_error_names(options, message):
     assert str(error.value) == message and error.value.status == 400
 
 
+@pytest.mark.parametrize("body", [b'{"sentences": ["a \\ud800 b"]}',
+                                  b'{"sentences": [{"text": "a", "prefix": "\\udfff"}]}'])
+def test_half_a_surrogate_pair_is_refused_as_no_character(body):
+    with pytest.raises(BadRequest, match="sentence 0: .*surrogates not allowed"):
+        parse_request(parse_body(body), RequestLimits())
+    whole_pair = parse_body(b'{"sentences": ["\\ud83d\\ude00"]}')
+    assert parse_request(whole_pair, RequestLimits())[0] == [Request("\U0001f600")]
+
+
 def sentence(constraints: int = 0, size: int = 1, prefix: str = "") -> dict:
     return {"text": "a", "constraints": ["x" * size] * constraints, "prefix": prefix}
 
