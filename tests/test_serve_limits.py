@@ -18,6 +18,7 @@ from nmtkit.inputs import Request
 from nmtkit.search import beam_search, greedy_search
 from nmtkit.serve import ServeConfig, Service, make_app
 from nmtkit.serve_requests import BadRequest, RequestLimits, parse_body, parse_request
+from nmtkit.translate import ExportedTranslator
 
 
 class StepTranslator:
@@ -212,3 +213,22 @@ def torch_lengths(src, length: int):
 
     return torch.full((src.size(0),), length, dtype=torch.long)
 
+
+
+def test_an_exported_model_checks_before_each_ctranslate2_call():
+    """A CTranslate2 call cannot be interrupted: the check comes before each batch's call."""
+    engine_calls = []
+    translator = ExportedTranslator.__new__(ExportedTranslator)  # no model: the engine is a stand-in
+    translator.engine = lambda sources: engine_calls.append(sources) or [[]] * len(sources)
+    budget_left = [1]
+
+    def check():
+        if not budget_left[0]:
+            raise TimeoutError
+        budget_left[0] -= 1
+
+    checked = translator.with_step_check(check)
+    assert checked.search([[5, 6]]) == [[]] and engine_calls == [[[5, 6]]]
+    with pytest.raises(TimeoutError):
+        checked.search([[7]])
+    assert engine_calls == [[[5, 6]]] and translator.step_check is None  # with_step_check made a copy
