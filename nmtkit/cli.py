@@ -297,6 +297,23 @@ def serve(
     max_beam: Annotated[int, typer.Option(help="largest beam a request may ask for")] = 16,
     batch_tokens: Annotated[int, typer.Option(help="subwords of concurrent requests translated together")] = 6000,
     batch_wait_ms: Annotated[float, typer.Option(help="wait for more requests after one arrives")] = 5.0,
+    max_output_tokens: Annotated[int | None, typer.Option(
+        help="most output subwords a request may ask for in one sentence (min_len; max_len_a, max_len_b)")] = None,
+    max_alpha: Annotated[float | None, typer.Option(help="largest |alpha| a request may ask for")] = None,
+    max_constraints: Annotated[int | None, typer.Option(
+        help="most constraints and negative phrases in one sentence")] = None,
+    max_constraint_bytes: Annotated[int | None, typer.Option(
+        help="most bytes of one sentence's constraints, negative phrases and prefix")] = None,
+    max_request_constraints: Annotated[int | None, typer.Option(
+        help="most constraints and negative phrases in one request")] = None,
+    max_request_constraint_bytes: Annotated[int | None, typer.Option(
+        help="most bytes of constraints, negative phrases and prefixes in one request")] = None,
+    time_budget: Annotated[float | None, typer.Option(
+        help="seconds one translation call may run before it is stopped and answered 503")] = None,
+    client_timeout: Annotated[float | None, typer.Option(
+        help="seconds a client has to send its headers, then its body")] = None,
+    max_connections: Annotated[int | None, typer.Option(
+        help="most open connections; more are answered 503")] = None,
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N")] = "auto",
     threads: Annotated[int, typer.Option(help="CPU threads (0 = all cores)")] = 0,
     inter_threads: Annotated[int, typer.Option(help=INTER_THREADS_HELP)] = 1,
@@ -308,8 +325,13 @@ def serve(
     from nmtkit.config import apply_overrides
     from nmtkit.serve import ServeConfig, serve_model
 
+    limits = {"max_output_tokens": max_output_tokens, "max_alpha": max_alpha, "max_constraints": max_constraints,
+              "max_constraint_bytes": max_constraint_bytes, "max_request_constraints": max_request_constraints,
+              "max_request_constraint_bytes": max_request_constraint_bytes, "time_budget": time_budget,
+              "client_timeout": client_timeout, "max_connections": max_connections}
     config = ServeConfig(host=host, port=port, max_sentences=max_sentences, max_tokens=max_tokens, max_beam=max_beam,
-                         batch_tokens=batch_tokens, batch_wait_ms=batch_wait_ms)
+                         batch_tokens=batch_tokens, batch_wait_ms=batch_wait_ms,
+                         **{name: value for name, value in limits.items() if value is not None})
     decode = apply_overrides({"decode": {} if beam is None else {"beam": beam}}, overrides or [])["decode"]
     serve_model(model, config, device, threads, inter_threads, **decode)
 

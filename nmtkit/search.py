@@ -8,7 +8,7 @@ and prefix constraints: the same search then ranks its candidates by dynamic bea
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import torch
@@ -87,10 +87,11 @@ def filter_log_probs(log_probs: Tensor, top_k: int = 0, top_p: float = 1.0) -> T
 
 @torch.inference_mode()
 def greedy_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: Tensor,
-                  choose=argmax_choice, min_len: int = 0) -> list[Hypothesis]:
+                  choose=argmax_choice, min_len: int = 0, check: Callable[[], None] | None = None) -> list[Hypothesis]:
     """Follow one path per sentence, choosing each token with `choose` (argmax: greedy; a `Sampler`: sampling);
     a sentence stops at EOS or at its length limit, and not with EOS before `min_len` tokens (the length limit
-    wins over `min_len`). Scores are the model's log-probabilities of the path."""
+    wins over `min_len`). Scores are the model's log-probabilities of the path. `check` is called before each
+    step: it stops the search by raising (`nmtkit serve`'s time budget)."""
     memory = model.encode(src, src_mask)
     state = model.init_state(memory)
     rows = torch.arange(src.size(0), device=src.device)  # sentence index of each live row
@@ -98,6 +99,8 @@ def greedy_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len:
     tokens: list[list[int]] = [[] for _ in range(src.size(0))]
     log_probs_total = [0.0] * src.size(0)
     for step in range(int(max_len.max())):
+        if check is not None:
+            check()
         log_probs, state, _ = model.step(prev, state, memory)
         allowed = log_probs.index_fill(1, torch.tensor([EOS], device=log_probs.device), float("-inf")) \
             if step < min_len else log_probs  # EOS now would give fewer than min_len tokens
@@ -213,8 +216,8 @@ def _candidates(beams: _Beams, log_probs: Tensor, step: int, max_len: Tensor, mi
 @torch.inference_mode()
 def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: Tensor, beam_size: int,
                 length_penalty: LengthPenalty = LengthPenalty(), min_len: int = 0, stop_finished: int = 0,
-                constraints: Sequence[Constraints | None] | None = None,
-                word_ends: WordEnds | None = None) -> list[list[Hypothesis]]:
+                constraints: Sequence[Constraints | None] | None = None, word_ends: WordEnds | None = None,
+                check: Callable[[], None] | None = None) -> list[list[Hypothesis]]:
     """Batched beam search; returns up to `beam_size` hypotheses per sentence, best first.
 
     At each step the 2K best continuations of each sentence are ranked; EOS candidates within the top K
@@ -228,17 +231,19 @@ def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: T
     `nmtkit.constraints`): every hypothesis returned for them meets them (positive phrases as whole words, given the
     target vocabulary's `word_ends`). Where none could within the length limit, the sentence is searched again
     without them, and its hypotheses say so (`constraints_met` False).
+
+    `check` is called before each decoding step: it stops the search by raising (`nmtkit serve`'s time budget).
     """
     if constraints is None or all(line is None or line.empty for line in constraints):
-        return _search(model, src, src_mask, max_len, beam_size, length_penalty, min_len, stop_finished)
+        return _search(model, src, src_mask, max_len, beam_size, length_penalty, min_len, stop_finished, check=check)
     tracker = ConstraintTracker(constraints, src.device, word_ends)
-    found = _search(model, src, src_mask, max_len, beam_size, length_penalty, min_len, stop_finished, tracker)
+    found = _search(model, src, src_mask, max_len, beam_size, length_penalty, min_len, stop_finished, tracker, check)
     found = [[hyp for hyp in hyps if hyp.constraints_met] for hyps in found]
     unmet = [index for index, hyps in enumerate(found) if not hyps]
     if unmet:
         rows = torch.tensor(unmet, device=src.device)
         again = _search(model, src[rows], src_mask[rows], max_len[rows], beam_size, length_penalty, min_len,
-                        stop_finished)
+                        stop_finished, check=check)
         for index, hyps in zip(unmet, again):
             found[index] = [replace(hyp, constraints_met=False) for hyp in hyps]
     return found
@@ -246,7 +251,8 @@ def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: T
 
 def _search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: Tensor, beam_size: int,
             length_penalty: LengthPenalty, min_len: int, stop_finished: int,
-            tracker: ConstraintTracker | None = None) -> list[list[Hypothesis]]:
+            tracker: ConstraintTracker | None = None,
+            check: Callable[[], None] | None = None) -> list[list[Hypothesis]]:
     """The search loop of `beam_search`; with a `tracker`, its candidates are restricted and ranked by it."""
     enough = min(stop_finished, beam_size) if stop_finished > 0 else beam_size
     batch, device = src.size(0), src.device
@@ -260,6 +266,8 @@ def _search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: Tenso
                    constraints=None if tracker is None else tracker.initial_state(batch * beam_size))
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
     for step in range(int(max_len.max())):
+        if check is not None:
+            check()
         log_probs, state, attention = model.step(beams.tokens[:, -1], state, memory)  # (n*K, V)
         if length_penalty.coverage > 0:
             beams.coverage = _add_coverage(beams.coverage, attention)

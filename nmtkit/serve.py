@@ -11,6 +11,11 @@ request gets a 4xx JSON error {"error": "..."} and the service goes on; SIGTERM 
 connections, answers the requests already received (or refuses them with 503 if they arrive while stopping) and
 exits with status 0.
 
+No one request may stall or kill the service: every option a request sets has a limit (`ServeConfig`), a translation
+call that runs past `time_budget` is stopped between decoding steps (answered 503, the worker free again; this is
+also what bounds a stop), clients that send slowly are dropped after `client_timeout`, at most `max_connections`
+are open at once, and only numbers JSON allows come in or go out (no NaN or Infinity).
+
 The server library is aiohttp: one well-kept package (aio-libs, asyncio-native since 2014) that is both the HTTP
 server and its runner, so the listening socket, the graceful shutdown on SIGTERM and the exit status are all in
 this module's hands (uvicorn re-raises the signal after its graceful shutdown, so the process would end with 143).
@@ -19,9 +24,14 @@ this module's hands (uvicorn re-raises the signal after its graceful shutdown, s
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
+import math
 import signal
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
@@ -30,51 +40,58 @@ from aiohttp import web
 
 from nmtkit.config import option
 from nmtkit.errors import NmtkitError
-from nmtkit.inputs import Request, parse_record
+from nmtkit.inputs import Request
+from nmtkit.serve_connections import CappedSite
+from nmtkit.serve_requests import BadRequest, RequestLimits, check_output_lengths, parse_body, parse_request
 from nmtkit.translate import ExportedTranslator, Translator
 
 log = logging.getLogger(__name__)
 
 LISTENING = "serving on http://%s:%d (POST /translate, GET /health)"  # what clients may read the port from
 MAX_BODY = 4 * 1024 * 1024  # bytes of one request body: far more than max_sentences long sentences take
-# the search options a request may set, with their JSON types (a bool is not a number here)
-REQUEST_OPTIONS = {"beam": int, "nbest": int, "length_penalty": str, "alpha": float, "min_len": int,
-                   "max_len_a": float, "max_len_b": int, "tgt_lang": str}
+# seconds aiohttp goes on reading (and dropping) a body it did not need, so that its client reads the answer rather
+# than a reset connection; a client slower than that is dropped then
+LINGER_SECONDS = 2.0
+dumps = functools.partial(json.dumps, allow_nan=False)  # NaN and Infinity are not JSON: a 500, never such an answer
 
 
 @dataclass
-class ServeConfig:
-    """Where the service listens, what it accepts, and how it batches."""
+class ServeConfig(RequestLimits):
+    """Where the service listens, what it accepts (`RequestLimits`, and the limits below), and how it batches."""
 
     host: str = option("127.0.0.1", "address to listen on (0.0.0.0: every interface)")
     port: int = option(8080, "port to listen on (0: any free port, logged on start)")
-    max_sentences: int = option(256, "most sentences in one request")
     max_tokens: int = option(0, "most source subwords in one sentence (0: what the model's positions allow)")
-    max_beam: int = option(16, "largest beam a request may ask for")
     batch_tokens: int = option(6000, "source subwords gathered from concurrent requests into one translation call")
     batch_wait_ms: float = option(5.0, "how long the worker waits for more requests after the first one")
     shutdown_timeout: float = option(60.0, "seconds a stop waits for requests being translated")
+    time_budget: float = option(
+        30.0, "seconds one translation call (the requests gathered into it) may run: a search over it is stopped "
+        "before its next step and its requests get 503; a CTranslate2 call is stopped before its next batch")
+    client_timeout: float = option(
+        10.0, "seconds a client has to send a request's headers (from its connection, or its previous answer) and "
+        "then its body: a slower one gets 408 or is dropped")
+    max_connections: int = option(128, "most open connections: one more is answered 503 and closed at once")
 
     def __post_init__(self):
+        super().__post_init__()
         if not 0 <= self.port <= 65535:
             raise NmtkitError(f"--port {self.port} is not a port number (0-65535)")
-        if min(self.max_sentences, self.max_beam, self.batch_tokens) < 1 or self.max_tokens < 0:
-            raise NmtkitError("--max-sentences, --max-beam and --batch-tokens must be at least 1, --max-tokens at "
-                              "least 0")
-        if self.batch_wait_ms < 0 or self.shutdown_timeout < 0:
+        if min(self.batch_tokens, self.max_connections) < 1 or self.max_tokens < 0:
+            raise NmtkitError("--batch-tokens and --max-connections must be at least 1, --max-tokens at least 0")
+        if not self.batch_wait_ms >= 0 or not self.shutdown_timeout >= 0:
             raise NmtkitError("--batch-wait-ms and --shutdown-timeout must be at least 0")
-
-
-class BadRequest(Exception):
-    """A client error: answered with `status` and a JSON {"error": message}."""
-
-    def __init__(self, message: str, status: int = 400):
-        super().__init__(message)
-        self.status = status
+        if not 0 < self.time_budget < math.inf or not 0 < self.client_timeout < math.inf:
+            raise NmtkitError("--time-budget and --client-timeout must be positive numbers of seconds")
 
 
 class TranslationFailed(Exception):
     """The Translator call that held a request's sentences raised (and was logged): answered with 500."""
+
+
+class OverBudget(Exception):
+    """Raised before a decoding step, in the worker's thread, once its translation call ran past its time budget or
+    the service has gone: the search ends there and frees the worker."""
 
 
 @dataclass
@@ -87,54 +104,6 @@ class Job:
     done: asyncio.Future = field(repr=False)
 
 
-def check_option(name: str, value) -> None:
-    kind = REQUEST_OPTIONS[name]
-    valid = isinstance(value, str) if kind is str else (
-        isinstance(value, (int, float)) and not isinstance(value, bool) and (kind is float or isinstance(value, int)))
-    if not valid:
-        expected = {str: "a string", int: "an integer", float: "a number"}[kind]
-        raise BadRequest(f"field {name!r} must be {expected}, got {json.dumps(value)}")
-
-
-def parse_sentence(index: int, sentence: object) -> Request:
-    """A sentence of a request: a string, or an object with "text" and the keys of `translate --input-format jsonl`
-    (constraints, negative, prefix, tgt_lang)."""
-    try:
-        if isinstance(sentence, str):
-            if "\n" in sentence or "\r" in sentence:
-                raise ValueError("a sentence is one line: it may not contain a line break")
-            return Request(sentence)
-        return parse_record(sentence)
-    except ValueError as error:
-        raise BadRequest(f"sentence {index}: {error}") from error
-
-
-def parse_request(body: object, config: ServeConfig) -> tuple[list[Request], dict, bool]:
-    """(sentences, search options, whether to return scores) of a /translate body, or BadRequest."""
-    if not isinstance(body, dict):
-        raise BadRequest('the body must be a JSON object such as {"sentences": ["..."]}')
-    unknown = sorted(set(body) - {"sentences", "scores", *REQUEST_OPTIONS})
-    if unknown:
-        raise BadRequest(f"unknown field {unknown[0]!r}; known: sentences, scores, {', '.join(REQUEST_OPTIONS)}")
-    if "sentences" not in body:
-        raise BadRequest('missing field "sentences" (a list of strings)')
-    sentences = body["sentences"]
-    if not isinstance(sentences, list):
-        raise BadRequest('field "sentences" must be a list of strings (or objects with "text")')
-    if len(sentences) > config.max_sentences:
-        raise BadRequest(f"{len(sentences)} sentences in one request; at most {config.max_sentences}", 413)
-    sentences = [parse_sentence(index, sentence) for index, sentence in enumerate(sentences)]
-    scores = body.get("scores", False)
-    if not isinstance(scores, bool):
-        raise BadRequest(f'field "scores" must be true or false, got {json.dumps(scores)}')
-    options = {name: value for name, value in body.items() if name in REQUEST_OPTIONS}
-    for name, value in options.items():
-        check_option(name, value)
-    if options.get("beam", 1) > config.max_beam:
-        raise BadRequest(f"beam {options['beam']} is larger than this service allows ({config.max_beam})")
-    return sentences, options, scores
-
-
 class Service:
     """The request queue, the batching worker and the HTTP handlers around one Translator."""
 
@@ -145,6 +114,7 @@ class Service:
         self.stopping = False
         self.requests = self.calls = 0  # requests translated, Translator calls made for them
         self.pending = 0  # requests received and not yet answered
+        self.gone = threading.Event()  # set once the service stopped: a translation still running ends at its next step
 
     def variant(self, options: dict) -> Translator:
         """The translator for a request's search options (sharing the model; cheap to make); NmtkitError if bad,
@@ -165,37 +135,47 @@ class Service:
             if translator.decode.sample:
                 raise NmtkitError("constraints and prefixes need beam search; this service samples")
 
-    def count_tokens(self, sentences: list[Request]) -> int:
-        lengths = [len(ids) for ids in self.translator.loaded.src_subword.encode([s.text for s in sentences])]
+    def source_lengths(self, translator: Translator, sentences: list[Request]) -> list[int]:
+        """Each sentence's source subwords (with a multilingual model's target-language tag), or BadRequest (413) for
+        one of more than `max_tokens`."""
+        encoded = self.translator.loaded.src_subword.encode([sentence.text for sentence in sentences])
+        lengths = [len(translator.source_tag(sentence, f"sentence {index}")) + len(ids)
+                   for index, (sentence, ids) in enumerate(zip(sentences, encoded))]
         for index, length in enumerate(lengths):
             if length > self.max_tokens:
                 raise BadRequest(f"sentence {index} has {length} subwords; at most {self.max_tokens}", 413)
-        return sum(lengths)
+        return lengths
+
+    async def read_body(self, request: web.Request) -> bytes:
+        try:
+            return await asyncio.wait_for(request.read(), self.config.client_timeout)
+        except asyncio.TimeoutError as error:  # TimeoutError from Python 3.11 on
+            raise BadRequest(f"the body did not arrive within {self.config.client_timeout:g} s (--client-timeout)",
+                             408) from error
+        except web.HTTPRequestEntityTooLarge as error:
+            raise BadRequest(f"the body is larger than {MAX_BODY} bytes", 413) from error
 
     async def translate(self, request: web.Request) -> web.Response:
         if self.stopping:
             raise BadRequest("the service is stopping", 503)
+        sentences, options, scores = parse_request(parse_body(await self.read_body(request)), self.config)
         try:
-            body = await request.json()
-        except json.JSONDecodeError as error:
-            raise BadRequest(f"the body is not valid JSON: {error}") from error
-        except UnicodeDecodeError as error:
-            raise BadRequest("the body is not UTF-8") from error
-        except web.HTTPRequestEntityTooLarge as error:
-            raise BadRequest(f"the body is larger than {MAX_BODY} bytes", 413) from error
-        sentences, options, scores = parse_request(body, self.config)
-        try:
-            self.check(self.variant(options), sentences)
+            translator = self.variant(options)
+            self.check(translator, sentences)
+            lengths = self.source_lengths(translator, sentences)
         except NmtkitError as error:
             raise BadRequest(str(error)) from error
-        job = Job(sentences, options, self.count_tokens(sentences), asyncio.get_running_loop().create_future())
+        check_output_lengths(lengths, translator.decode.max_len_a, translator.decode.max_len_b,
+                             self.translator.max_source, self.config)
+        job = Job(sentences, options, sum(lengths), asyncio.get_running_loop().create_future())
         self.pending += 1
         try:
             await self.queue.put(job)
             results = await job.done
         finally:
             self.pending -= 1
-        return web.json_response(self.answer(results, options.get("nbest", self.translator.decode.nbest), scores))
+        return web.json_response(self.answer(results, options.get("nbest", self.translator.decode.nbest), scores),
+                                 dumps=dumps)
 
     @staticmethod
     def answer(results: list[list[tuple[str, float]]], nbest: int, scores: bool) -> dict:
@@ -210,7 +190,7 @@ class Service:
         backend = "ctranslate2" if isinstance(self.translator, ExportedTranslator) else "pytorch"
         return web.json_response({"status": "stopping" if self.stopping else "ok", "backend": backend,
                                   "pending": self.pending, "requests": self.requests,
-                                  "translation_calls": self.calls})
+                                  "translation_calls": self.calls}, dumps=dumps)
 
     async def gather(self, carried: Job | None) -> tuple[list[Job], Job | None]:
         """The jobs of one translation call: the first waits as long as it must, the others up to `batch_wait_ms`
@@ -241,14 +221,20 @@ class Service:
 
     async def run_group(self, jobs: list[Job]) -> None:
         lines = [sentence for job in jobs for sentence in job.sentences]
-        translator = self.variant(jobs[0].options)
+        budget = self.config.time_budget
+        check = functools.partial(self.check_budget, time.monotonic() + budget)
+        translator = self.variant(jobs[0].options).with_step_check(check)
         try:
             results = await asyncio.get_running_loop().run_in_executor(None, translator.translate_requests, lines)
+        except OverBudget:
+            log.warning("translation of %d sentences stopped: over the time budget of %g s", len(lines), budget)
+            self.fail(jobs, lambda: BadRequest(f"the translation ran past this service's time budget ({budget:g} s, "
+                                               "--time-budget) and was stopped: send fewer or shorter sentences, or "
+                                               "ask for a smaller beam", 503))
+            return
         except Exception:  # noqa: BLE001 (one failed call must not end the service)
             log.exception("translation of %d sentences failed", len(lines))
-            for job in jobs:
-                if not job.done.done():
-                    job.done.set_exception(TranslationFailed())
+            self.fail(jobs, TranslationFailed)
             return
         self.requests, self.calls = self.requests + len(jobs), self.calls + 1
         start = 0
@@ -257,6 +243,17 @@ class Service:
                 job.done.set_result(results[start : start + len(job.sentences)])
             start += len(job.sentences)
 
+    def check_budget(self, deadline: float) -> None:
+        """The worker's check before each decoding step (see `Translator.with_step_check`)."""
+        if time.monotonic() > deadline or self.gone.is_set():
+            raise OverBudget
+
+    @staticmethod
+    def fail(jobs: list[Job], error: Callable[[], Exception]) -> None:
+        for job in jobs:
+            if not job.done.done():
+                job.done.set_exception(error())
+
 
 @web.middleware
 async def json_errors(request: web.Request, handler):
@@ -264,13 +261,13 @@ async def json_errors(request: web.Request, handler):
     try:
         return await handler(request)
     except BadRequest as error:
-        return web.json_response({"error": str(error)}, status=error.status)
+        return web.json_response({"error": str(error)}, status=error.status, dumps=dumps)
     except TranslationFailed:  # logged by the worker
         return web.json_response({"error": "internal error (see the server log)"}, status=500)
     except web.HTTPException as error:
         if error.status < 400:
             raise
-        return web.json_response({"error": error.reason}, status=error.status)
+        return web.json_response({"error": error.reason}, status=error.status, dumps=dumps)
     except Exception:  # noqa: BLE001 (answered with 500; the service goes on)
         log.exception("request %s %s failed", request.method, request.path)
         return web.json_response({"error": "internal error (see the server log)"}, status=500)
@@ -285,6 +282,7 @@ def make_app(service: Service) -> web.Application:
         task = asyncio.create_task(service.work())
         yield
         task.cancel()  # cleanup runs after the requests in flight were answered (see `serve_until_stopped`)
+        service.gone.set()
 
     async def stop_accepting(app: web.Application) -> None:
         service.stopping = True
@@ -297,13 +295,16 @@ def make_app(service: Service) -> web.Application:
 async def serve_until_stopped(translator: Translator, config: ServeConfig) -> None:
     """Listen until SIGTERM or SIGINT, then shut down gracefully: aiohttp closes the listening socket, runs
     on_shutdown (new requests get 503), waits up to `shutdown_timeout` for the handlers still running, whose jobs
-    the worker translates, and only then runs the cleanup that stops the worker."""
+    the worker translates, and only then runs the cleanup that stops the worker (and a search still running, before
+    its next step). A client must send its headers within `client_timeout` of connecting (aiohttp's keep-alive timer
+    starts at the connection) and its body within `client_timeout` after them (`Service.read_body`)."""
     service = Service(translator, config)
     runner = web.AppRunner(make_app(service), handle_signals=False, access_log=None,
-                           shutdown_timeout=config.shutdown_timeout)
+                           shutdown_timeout=config.shutdown_timeout, keepalive_timeout=config.client_timeout,
+                           lingering_time=LINGER_SECONDS)
     await runner.setup()
     try:
-        site = web.TCPSite(runner, config.host, config.port)
+        site = CappedSite(runner, config.host, config.port, config.max_connections)
         await site.start()
         host, port = runner.addresses[0][:2]
         log.info(LISTENING, host, port)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import functools
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from itertools import islice
 from pathlib import Path
@@ -59,6 +59,8 @@ def check_tgt_lang(decode: DecodeConfig, tags: dict[str, int]) -> None:
 
 class Translator:
     """A loaded model plus decoding settings; translates lists of lines."""
+
+    step_check: Callable[[], None] | None = None  # see `with_step_check`
 
     def __init__(self, loaded: LoadedModel, decode: DecodeConfig, device: torch.device):
         import torch
@@ -114,6 +116,14 @@ class Translator:
                                   self.sampler.generator)
         return variant
 
+    def with_step_check(self, check: Callable[[], None]) -> Translator:
+        """This translator calling `check` before each decoding step (an exported model: before each batch, as a
+        CTranslate2 call cannot be interrupted); `check` stops the translation by raising (`nmtkit serve`'s time
+        budget)."""
+        variant = copy.copy(self)
+        variant.step_check = check
+        return variant
+
     def _truncate(self, ids: list[int], number: int) -> list[int]:
         if len(ids) > self.max_source:
             log.warning("line %d: %d subwords, truncated to %d", number, len(ids), self.max_source)
@@ -147,12 +157,13 @@ class Translator:
             limit = constrained_limits(limit, constraints, self.max_source)
         elif self.decode.sample or self.decode.beam <= 1:
             choose = self.sampler if self.decode.sample else argmax_choice
-            found = greedy_search(self.loaded.model, src, src_mask, limit, choose, self.decode.min_len)
+            found = greedy_search(self.loaded.model, src, src_mask, limit, choose, self.decode.min_len,
+                                  self.step_check)
             return [[hyp] for hyp in found]
         try:
             nbest = beam_search(self.loaded.model, src, src_mask, limit, self.decode.beam, self.length_penalty,
                                 self.decode.min_len, self.decode.stop_finished, constraints,
-                                None if constraints is None else self.constraint_encoder.word_ends)
+                                None if constraints is None else self.constraint_encoder.word_ends, self.step_check)
         except ValueError as error:  # a search option this model cannot serve
             raise NmtkitError(str(error)) from error
         return [hyps[: self.decode.nbest] for hyps in nbest]
@@ -289,6 +300,8 @@ class ExportedTranslator(Translator):
         if constraints is not None:
             raise NmtkitError("CTranslate2 has no constrained search: translate lines with constraints or a prefix "
                               "with the checkpoint")
+        if self.step_check is not None:
+            self.step_check()
         return self.engine(sources)
 
     def with_decode(self, **overrides) -> Translator:

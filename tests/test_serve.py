@@ -8,12 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -24,6 +19,7 @@ from types import SimpleNamespace
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from letter_task import letter_lines, letter_task, train_tiny
+from serve_process import Server
 from typer.testing import CliRunner
 
 from nmtkit.cli import app
@@ -32,55 +28,6 @@ from nmtkit.errors import NmtkitError
 from nmtkit.export import export_model
 from nmtkit.inputs import Request
 from nmtkit.serve import BadRequest, ServeConfig, Service, make_app, parse_request
-
-STARTUP_SECONDS = 60
-
-
-class Server:
-    """`nmtkit serve` in a subprocess on a port the system chose (--port 0, read from its log)."""
-
-    def __init__(self, model: Path, *options: str):
-        env = {**os.environ, "OMP_NUM_THREADS": "1"}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "nmtkit", "serve", "-m", str(model), "--port", "0", "--threads", "1", *options],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
-        self.log: list[str] = []
-        self.url = self._wait_for_address()
-        self._reader = threading.Thread(target=self._read_log, daemon=True)
-        self._reader.start()
-
-    def _wait_for_address(self) -> str:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while time.monotonic() < deadline:
-            line = self.process.stderr.readline()
-            if not line:
-                break
-            self.log.append(line)
-            found = re.search(r"serving on (http://[\d.]+:\d+)", line)
-            if found:
-                return found.group(1)
-        self.process.kill()
-        raise AssertionError("the server did not start:\n" + "".join(self.log) + self.process.stderr.read())
-
-    def _read_log(self) -> None:
-        self.log.extend(self.process.stderr)
-
-    def post(self, body: bytes | dict, path: str = "/translate", method: str = "POST") -> tuple[int, dict]:
-        data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        request = urllib.request.Request(self.url + path, data=data if method == "POST" else None, method=method,
-                                         headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                return response.status, json.loads(response.read())
-        except urllib.error.HTTPError as error:
-            return error.code, json.loads(error.read())
-
-    def health(self) -> dict:
-        return self.post(b"", "/health", "GET")[1]
-
-    def stop(self) -> int:
-        self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout=60)
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +111,7 @@ def test_nbest_and_scores_in_an_answer(server, models):
     ({"sentences": ["a\nb"]}, 400, "line break"),
     ({"sentences": ["a"], "beam": 2, "nbest": 3}, 400, "--nbest 3 needs a beam of at least 3"),
     ({"sentences": ["a"], "beam": 4, "length_penalty": "gnmt"}, 400, "gnmt"),
-    ({"sentences": ["a"], "beam": 17}, 400, "larger than this service allows (16)"),
+    ({"sentences": ["a"], "beam": 17}, 400, "beam is 17: this service allows at most 16 (--max-beam)"),
     ({"sentences": ["a"] * 9}, 413, "9 sentences in one request; at most 8"),
     ({"sentences": ["a", " ".join("abcdefgh" * 2)]}, 413, "sentence 1 has 16 subwords; at most 12"),
     pytest.param(b'{"sentences": ["' + b"a" * (5 << 20) + b'"]}', 413, "larger than 4194304 bytes", id="5MiB-body"),
@@ -234,6 +181,9 @@ class EchoTranslator:
 
     def with_decode(self, **options) -> EchoTranslator:
         return EchoTranslator(options, self.calls)
+
+    def with_step_check(self, check) -> EchoTranslator:
+        return self
 
     def source_tag(self, request: Request, where: str) -> list[int]:
         return []

@@ -1,0 +1,234 @@
+"""nmtkit serve's limits, in-process: every request option and the constraints have a limit that a 400 names, numbers
+are finite on the way in and out, a translation over the time budget is stopped between its steps, and the search's
+step check (`check`) is called once per decoding step and stops it by raising."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from types import SimpleNamespace
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from nmtkit.config import DecodeConfig
+from nmtkit.errors import NmtkitError
+from nmtkit.inputs import Request
+from nmtkit.search import beam_search, greedy_search
+from nmtkit.serve import ServeConfig, Service, make_app
+from nmtkit.serve_requests import BadRequest, RequestLimits, parse_body, parse_request
+from nmtkit.translate import ExportedTranslator
+
+
+class StepTranslator:
+    """Stands in for a Translator: each line takes `steps` decoding steps of `step_seconds` (the first word of a
+    line says how many steps, default 1), calling the step check before each, as the real search does; a line
+    "nan" gets a NaN score."""
+
+    max_source = 50
+
+    def __init__(self, options: dict | None = None, step_check=None, step_seconds: float = 0.01):
+        self.options, self.step_check, self.step_seconds = options or {}, step_check, step_seconds
+        self.decode = DecodeConfig(**{"beam": 1, **self.options})
+        self.loaded = SimpleNamespace(src_subword=SimpleNamespace(encode=lambda lines: [x.split() for x in lines]))
+        self.steps_taken = []  # shared by the variants
+
+    def with_decode(self, **options) -> StepTranslator:
+        variant = StepTranslator(options, self.step_check, self.step_seconds)
+        variant.steps_taken = self.steps_taken
+        return variant
+
+    def with_step_check(self, check) -> StepTranslator:
+        variant = self.with_decode(**self.options)
+        variant.step_check = check
+        return variant
+
+    def source_tag(self, request: Request, where: str) -> list[int]:
+        return []
+
+    def translate_requests(self, requests: list[Request]) -> list[list[tuple[str, float]]]:
+        steps = max(int(words[0]) if (words := request.text.split()) and words[0].isdigit() else 1
+                    for request in requests)
+        for _ in range(steps):
+            self.step_check()
+            self.steps_taken.append(time.monotonic())
+            time.sleep(self.step_seconds)
+        return [[(request.text.upper(), math.nan if request.text == "nan" else -1.0)] for request in requests]
+
+
+def run_service(config: ServeConfig, scenario, translator: StepTranslator | None = None) -> StepTranslator:
+    translator = translator or StepTranslator()
+
+    async def main():
+        async with TestClient(TestServer(make_app(Service(translator, config)))) as client:
+            await scenario(client)
+
+    asyncio.run(main())
+    return translator
+
+
+async def post(client, body: dict | bytes) -> tuple[int, dict]:
+    response = await (client.post("/translate", data=body) if isinstance(body, bytes) else
+                      client.post("/translate", json=body))
+    return response.status, await response.json()
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    (b'{"sentences": ["a"], "alpha": NaN}', "NaN is not a JSON number"),
+    (b'{"sentences": ["a"], "max_len_a": Infinity}', "Infinity is not a JSON number"),
+    (b'{"sentences": ["a"], "alpha": -Infinity}', "-Infinity is not a JSON number"),
+    (b'{"sentences": ["a"], "max_len_a": 1e999}', "the number 1e999 is out of range"),
+    (b'{"sentences": ["a"], "max_len_b": ' + b"9" * 5000 + b"}", "not valid JSON"),
+])
+def test_numbers_json_lacks_are_refused_as_they_are_read(body, message):
+    with pytest.raises(BadRequest, match=message) as error:
+        parse_body(body)
+    assert error.value.status == 400
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"min_len": 100000, "max_len_a": 100000}, "min_len is 100000: this service allows at most 512 "
+                                               "(--max-output-tokens)"),
+    ({"max_len_a": 1e39}, "max_len_a is 1e+39: this service allows at most 512 (--max-output-tokens)"),
+    ({"max_len_b": -10**40}, "max_len_b is -100000000000000000000000000000000000...: this service allows at most "
+                             "512 (--max-output-tokens)"),
+    ({"alpha": 1e300}, "alpha is 1e+300: this service allows at most 10.0 (--max-alpha)"),
+    ({"beam": 16, "nbest": 17}, "nbest is 17: this service allows at most 16 (--max-beam)"),
+])
+def test_every_number_option_has_a_limit_that_the_error_names(options, message):
+    with pytest.raises(BadRequest) as error:
+        parse_request({"sentences": ["a"], **options}, RequestLimits())
+    assert str(error.value) == message and error.value.status == 400
+
+
+@pytest.mark.parametrize("body", [b'{"sentences": ["a \\ud800 b"]}',
+                                  b'{"sentences": [{"text": "a", "prefix": "\\udfff"}]}'])
+def test_half_a_surrogate_pair_is_refused_as_no_character(body):
+    with pytest.raises(BadRequest, match="sentence 0: .*surrogates not allowed"):
+        parse_request(parse_body(body), RequestLimits())
+    whole_pair = parse_body(b'{"sentences": ["\\ud83d\\ude00"]}')
+    assert parse_request(whole_pair, RequestLimits())[0] == [Request("\U0001f600")]
+
+
+def sentence(constraints: int = 0, size: int = 1, prefix: str = "") -> dict:
+    return {"text": "a", "constraints": ["x" * size] * constraints, "prefix": prefix}
+
+
+@pytest.mark.parametrize(("sentences", "flag"), [
+    ([sentence(constraints=3)], "--max-constraints"),
+    ([sentence(constraints=1, size=8)], "--max-constraint-bytes"),
+    ([sentence(prefix="é" * 4)], "--max-constraint-bytes"),  # bytes, not characters
+    ([sentence(constraints=2)] * 3, "--max-request-constraints"),
+    ([sentence(constraints=1, size=4), sentence(prefix="abcd"), sentence(constraints=2, size=2)],
+     "--max-request-constraint-bytes"),
+])
+def test_constraints_and_prefixes_are_limited_per_sentence_and_per_request(sentences, flag):
+    limits = RequestLimits(max_constraints=2, max_constraint_bytes=6, max_request_constraints=5,
+                           max_request_constraint_bytes=10)
+    assert parse_request({"sentences": [sentence(constraints=2, size=3), sentence(constraints=2, size=2)]}, limits)
+    with pytest.raises(BadRequest, match=f"this service allows at most .*{flag}"):
+        parse_request({"sentences": sentences}, limits)
+
+
+def test_a_limit_below_its_floor_is_a_config_error():
+    with pytest.raises(NmtkitError, match="--max-output-tokens"):
+        ServeConfig(max_output_tokens=0)
+    with pytest.raises(NmtkitError, match="--time-budget"):
+        ServeConfig(time_budget=math.inf)
+
+
+def test_each_sentences_output_limit_is_checked_with_the_servers_own_settings():
+    async def scenario(client):
+        # 4 words + EOS: 1.5 * 5 + 10 = 17 output subwords at most, within 17; 5 words: 19
+        assert await post(client, {"sentences": ["a b c d"]}) == (200, {"translations": ["A B C D"]})
+        status, body = await post(client, {"sentences": ["a", "a b c d e"]})
+        assert status == 400 and body["error"] == ("sentence 1 may get 19 output subwords (max_len_a 1.5 x 6 source "
+                                                   "subwords + max_len_b 10): this service allows at most 17 "
+                                                   "(--max-output-tokens)")
+        assert (await post(client, {"sentences": ["a b c d e"], "max_len_a": 1.0}))[0] == 200
+
+    run_service(ServeConfig(max_output_tokens=17, batch_wait_ms=1), scenario)
+
+
+def test_a_non_finite_score_is_a_json_500_not_an_invalid_answer():
+    async def scenario(client):
+        response = await client.post("/translate", json={"sentences": ["nan"], "scores": True})
+        assert response.status == 500 and await response.json() == {"error": "internal error (see the server log)"}
+        assert await post(client, {"sentences": ["fine"], "scores": True}) == (200, {"translations": ["FINE"],
+                                                                                     "scores": [-1.0]})
+
+    run_service(ServeConfig(batch_wait_ms=1), scenario)
+
+
+def test_a_translation_over_the_time_budget_is_stopped_and_the_worker_serves_the_next():
+    budget = 0.3
+
+    async def scenario(client):
+        started = time.monotonic()
+        status, body = await post(client, {"sentences": ["1000 steps"]})
+        stopped_after = time.monotonic() - started
+        assert status == 503 and "time budget (0.3 s, --time-budget)" in body["error"]
+        assert budget <= stopped_after < budget + 1.0
+        started = time.monotonic()
+        assert await post(client, {"sentences": ["2 steps"]}) == (200, {"translations": ["2 STEPS"]})
+        assert time.monotonic() - started < budget
+
+    translator = run_service(ServeConfig(time_budget=budget, batch_wait_ms=1), scenario)
+    steps = translator.steps_taken
+    assert 2 < len(steps) - 2 < 1000 and steps[-3] - steps[0] < budget + 0.05  # it stopped within a step or so
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_the_search_calls_its_check_before_each_step_and_a_raise_stops_it(tiny_transformer, source_batch, beam):
+    _, src, src_mask = source_batch
+    max_len = torch_lengths(src, 7)
+    calls = []
+
+    def search(check):
+        if beam == 1:
+            return greedy_search(tiny_transformer, src, src_mask, max_len, min_len=7, check=check)
+        return beam_search(tiny_transformer, src, src_mask, max_len, beam, min_len=7, check=check)
+
+    found = search(lambda: calls.append(1))
+    assert len(calls) == 7  # min_len 7 = the length limit: every sentence runs 7 steps
+    assert all(len(hyp.tokens) == 6 for hyps in found for hyp in (hyps if beam > 1 else [hyps]))
+
+    class Stop(Exception):
+        pass
+
+    def stop_at_third():
+        calls.append(1)
+        if len(calls) == 3:
+            raise Stop
+
+    calls.clear()
+    with pytest.raises(Stop):
+        search(stop_at_third)
+    assert len(calls) == 3
+
+
+def torch_lengths(src, length: int):
+    import torch
+
+    return torch.full((src.size(0),), length, dtype=torch.long)
+
+
+
+def test_an_exported_model_checks_before_each_ctranslate2_call():
+    """A CTranslate2 call cannot be interrupted: the check comes before each batch's call."""
+    engine_calls = []
+    translator = ExportedTranslator.__new__(ExportedTranslator)  # no model: the engine is a stand-in
+    translator.engine = lambda sources: engine_calls.append(sources) or [[]] * len(sources)
+    budget_left = [1]
+
+    def check():
+        if not budget_left[0]:
+            raise TimeoutError
+        budget_left[0] -= 1
+
+    checked = translator.with_step_check(check)
+    assert checked.search([[5, 6]]) == [[]] and engine_calls == [[[5, 6]]]
+    with pytest.raises(TimeoutError):
+        checked.search([[7]])
+    assert engine_calls == [[[5, 6]]] and translator.step_check is None  # with_step_check made a copy
