@@ -198,7 +198,7 @@ class DigestSet:
             self.runs.append(values)
         while len(self.runs) > 1 and len(self.runs[-2]) <= len(self.runs[-1]):
             merged = np.concatenate(self.runs[-2:])
-            merged.sort(kind="stable")  # timsort: two sorted runs merge in linear time
+            merged.sort()  # in place (timsort would merge in linear time but with a buffer of half the array)
             self.runs[-2:] = [merged]
 
 
