@@ -170,10 +170,11 @@ def prepare_data(splits: dict[str, SplitFiles], out: Path, config: DataConfig,
 
     The corpus streams through: files are read line by line (train twice: once for its median length ratio),
     kept text is written as it comes, byte for byte, SentencePiece trains on a sample read back from disk and the
-    ids are encoded in chunks, so memory does not grow with the corpus (beyond 8 bytes per pair of offsets and of
-    duplicate digests). `subwords` reuses existing subword models instead of training new ones. Everything is
-    written to a staging directory and replaces the prepared files of `out` only once complete
-    (`nmtkit.data.staging`), so the inputs may be files of `out`, and a failed prepare leaves `out` as it was."""
+    ids are encoded in chunks, so memory does not grow with the corpus (beyond 8 bytes per pair of offsets and 8 of
+    duplicate digests, 16 while two of the digest arrays merge). `subwords` reuses existing subword models instead
+    of training new ones. Everything is written to a staging directory and replaces the prepared files of `out`
+    only once complete (`nmtkit.data.staging`), so the inputs may be files of `out`, and a failed prepare leaves
+    `out` as it was."""
     if "train" not in splits:
         raise NmtkitError("prepare needs training data (--train-src/--train-tgt or --train-tsv)")
     with staged_output(out, overwrite) as staging:

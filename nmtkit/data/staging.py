@@ -98,7 +98,7 @@ def finish_interrupted(out: Path) -> None:
     for path, pid in sorted(left.items()):
         if _running(pid):
             raise NmtkitError(f"another nmtkit prepare (process {pid}) is writing {out} (in {path.name}); wait for "
-                              "it to finish, or stop it, or choose another --out")
+                              f"it, or choose another --out (if process {pid} is not a prepare, delete {path})")
     for path, pid in sorted(left.items()):
         old = out / f"{OLD}{pid}"
         if path.name.startswith(STAGING) and old.exists():
