@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 
 import pytest
 
+import nmtkit.data.corpus as corpus_module
 from nmtkit.config import DataConfig
 from nmtkit.data.corpus import (
+    DigestSet,
     FilterStats,
     filter_pairs,
     iter_lines,
@@ -175,9 +178,43 @@ def test_a_filter_that_removes_more_than_a_few_percent_is_a_warning():
     assert stats.as_dict()["warnings"] == stats.warnings()
 
 
-def test_filter_pairs_streams_one_pair_at_a_time():
+def test_filter_pairs_streams_a_block_at_a_time():
     def pairs():
-        yield "a b", "c d"
-        raise AssertionError("read further than asked")
+        yield from [("a b", "c d")] * corpus_module.DEDUP_BLOCK
+        raise AssertionError("read further than a block")
 
     assert next(filter_pairs(pairs(), FILTER, FilterStats())) == ("a b", "c d")
+
+
+def test_pairs_that_differ_only_in_where_a_tab_falls_are_not_duplicates():
+    """Issue 47.2: a digest of f"{src}\\t{tgt}" made these two pairs one."""
+    pairs = [("Hola\tmundo amigo", "Hello friend"), ("Hola", "mundo amigo\tHello friend")]
+    kept_src, _, stats = filtered(pairs, DataConfig(max_ratio=0.0))
+    assert kept_src == ["Hola\tmundo amigo", "Hola"] and not stats.removed
+
+
+def test_duplicates_are_found_across_blocks_and_within_one(monkeypatch):
+    rng = random.Random(0)
+    pairs = [(f"a{rng.randrange(40)} b", f"c d{rng.randrange(3)}") for _ in range(500)]
+    expected = list(dict.fromkeys(pairs))
+    for block in (1, 7, 1024):
+        monkeypatch.setattr(corpus_module, "DEDUP_BLOCK", block)
+        kept_src, kept_tgt, stats = filtered(pairs, DataConfig(max_ratio=0.0))
+        assert list(zip(kept_src, kept_tgt)) == expected
+        assert stats.removed == Counter(duplicate=len(pairs) - len(expected)) and stats.read == len(pairs)
+
+
+def test_digest_set_answers_as_a_python_set_in_8_bytes_a_digest():
+    rng = random.Random(1)
+    values = [rng.randrange(1 << 14) << 50 | rng.randrange(3) for _ in range(6000)]  # the top bit set too
+    seen, reference = DigestSet(), set()
+    for start in range(0, len(values), 37):
+        block = values[start : start + 37]
+        expected = []
+        for value in block:
+            expected.append(value in reference)
+            reference.add(value)
+        assert seen.add([value.to_bytes(8, "little") for value in block]).tolist() == expected
+    assert len(seen) == len(reference) and seen.nbytes == 8 * len(reference)
+    assert len(seen.runs) <= 2 * len(reference).bit_length()
+    assert seen.add([]).tolist() == []

@@ -174,3 +174,21 @@ def test_subword_samples_repeat_each_lines_pair_with_its_copies(tmp_path: Path):
     assert corpus.tolist() == [0] * 40 + [1] * 40 + [0] * 40 + [1] * 40
     tokens = TokenArray.load(tmp_path / "data" / "train.src")
     assert [tokens[i][0] for i in (0, 40, 80, 120)] == [tokens[0][0], tokens[40][0], tokens[0][0], tokens[40][0]]
+
+
+def test_pairs_stream_into_the_joined_text_without_a_file_read_whole(tmp_path: Path, monkeypatch):
+    """Issue 47.3: each pair's text was read whole (`read_bytes`) to join the pairs: 0.8 GB a side for 5M pairs."""
+    read_whole = Path.read_bytes
+
+    def small_files_only(path: Path) -> bytes:
+        assert not path.name.endswith(".txt"), f"{path} read whole"
+        return read_whole(path)
+
+    monkeypatch.setattr(Path, "read_bytes", small_files_only)
+    pairs = read_pairs(write_pairs(tmp_path, [("en", "de"), ("de", "en")], count=30))
+    prepare_multilingual(pairs, tmp_path / "data", DataConfig(subword="word", vocab_size=40, dedup=False))
+    for side, index in (("src", 0), ("tgt", 1)):
+        expected = "".join(Path(corpus.splits["train"].src if index == 0 else corpus.splits["train"].tgt).read_text()
+                           for corpus in pairs)
+        assert (tmp_path / "data" / f"train.{side}.txt").read_text() == expected
+    assert sorted(path.name for path in (tmp_path / "data").glob("*part*")) == []

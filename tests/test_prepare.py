@@ -4,7 +4,11 @@ files a split comes from."""
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
+import time
 import unicodedata
 from pathlib import Path
 
@@ -15,6 +19,7 @@ from nmtkit.config import DataConfig
 from nmtkit.data.corpus import read_lines
 from nmtkit.data.dataset import TokenArray
 from nmtkit.data.prepare import SplitFiles, load_subwords, prepare_data, subword_sample
+from nmtkit.data.staging import PREPARED, finish_interrupted
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate import EvaluateConfig, evaluate_files
 
@@ -186,3 +191,156 @@ def test_subword_samples_write_copies_of_train_that_decode_to_the_same_text(tmp_
 def test_subword_sampling_settings_are_checked(settings, needle):
     with pytest.raises(NmtkitError, match=needle):
         DataConfig(**settings)
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder` (relative path -> bytes), links followed."""
+    return {path.relative_to(folder).as_posix(): path.read_bytes() for path in sorted(folder.rglob("*"))
+            if path.is_file()}
+
+
+@pytest.mark.parametrize("link", ["same file", "symlink", "hard link"])
+def test_prepare_from_its_own_text_into_the_same_directory_loses_nothing(tmp_path: Path, link: str):
+    """Issue 47.1: re-preparing a data directory from its own cleaned text with a new vocabulary; the inputs are
+    the directory's files, a symlink to them or a hard link to them."""
+    data = tmp_path / "d"
+    prepare_data({"train": write_pair(tmp_path, "train", corpus(200))}, data, DataConfig(subword="word"))
+    text = {side: (data / f"train.{side}.txt").read_bytes() for side in ("src", "tgt")}
+    inputs = {side: data / f"train.{side}.txt" for side in text}
+    for side, path in inputs.items():
+        if link != "same file":
+            inputs[side] = tmp_path / f"input.{side}"
+            inputs[side].symlink_to(path) if link == "symlink" else os.link(path, inputs[side])
+    manifest = prepare_data({"train": SplitFiles(inputs["src"], inputs["tgt"])}, data, DataConfig(subword="char"),
+                            overwrite=True)
+    assert json.loads((data / "manifest.json").read_text())["data"]["subword"] == "char"
+    assert manifest["filter"]["read"] == manifest["filter"]["kept"] == len(text["src"].splitlines())
+    for side in text:
+        assert (data / f"train.{side}.txt").read_bytes() == inputs[side].read_bytes() == text[side]
+    assert sorted(path.name for path in data.iterdir() if path.name.startswith(".")) == []
+
+
+def test_a_failed_prepare_leaves_the_previous_directory_as_it_was(tmp_path: Path, monkeypatch):
+    data = tmp_path / "d"
+    splits = {"train": write_pair(tmp_path, "train", corpus(100))}
+    prepare_data(splits, data, DataConfig(subword="word"))
+    before = snapshot(data)
+
+    def disk_full(*args, **kwargs):
+        raise NmtkitError("no space left on device")
+
+    monkeypatch.setattr(prepare_module, "binarize", disk_full)
+    with pytest.raises(NmtkitError, match="no space left"):
+        prepare_data({"train": SplitFiles(data / "train.src.txt", data / "train.tgt.txt")}, data,
+                     DataConfig(subword="char"), overwrite=True)
+    assert snapshot(data) == before and sorted(path.name for path in data.iterdir()) == sorted(before)
+    with pytest.raises(NmtkitError, match="no space left"):
+        prepare_data(splits, tmp_path / "new" / "e", DataConfig(subword="word"))
+    assert not (tmp_path / "new" / "e").exists()  # created for the prepare, so removed with it
+
+
+# `nmtkit prepare` whose binarize step says so (touches argv[1]) and stalls: the moment to kill it
+STALLED_PREPARE = """
+import sys, time
+from pathlib import Path
+import nmtkit.data.prepare
+from nmtkit.cli import app
+
+def stall(*args, **kwargs):
+    Path(sys.argv[1]).touch()
+    time.sleep(120)
+
+nmtkit.data.prepare.binarize = stall
+app(sys.argv[2:], prog_name="nmtkit")
+"""
+
+
+def test_a_killed_prepare_leaves_the_previous_directory_and_the_inputs_as_they_were(tmp_path: Path):
+    data = tmp_path / "d"
+    prepare_data({"train": write_pair(tmp_path, "train", corpus(100))}, data, DataConfig(subword="word"))
+    before, marker = snapshot(data), tmp_path / "stalled"
+    args = ["--quiet", "prepare", "--train-src", str(data / "train.src.txt"), "--train-tgt",
+            str(data / "train.tgt.txt"), "--subword", "char", "--out", str(data), "--overwrite"]
+    process = subprocess.Popen([sys.executable, "-c", STALLED_PREPARE, str(marker), *args])
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marker.exists(), "prepare did not reach binarize"
+    finally:
+        process.kill()
+        process.wait()
+    after = snapshot(data)
+    assert {name: after[name] for name in before} == before
+    assert all(name.startswith(".prepare-") for name in set(after) - set(before))  # at most its staging leftovers
+    prepare_data({"train": SplitFiles(data / "train.src.txt", data / "train.tgt.txt")}, data,
+                 DataConfig(subword="char"), overwrite=True)  # the next prepare clears the leftovers
+    assert set(snapshot(data)) == set(before) and (data / "train.src.txt").read_bytes() == before["train.src.txt"]
+
+
+def test_files_of_the_user_in_out_are_kept_and_files_in_the_way_refused(tmp_path: Path):
+    data = tmp_path / "d"
+    (data / "raw").mkdir(parents=True)
+    (data / "notes.txt").write_text("mine\n")
+    splits = {"train": write_pair(data / "raw", "train", corpus(100))}
+    prepare_data(splits, data, DataConfig(subword="word"))
+    prepare_data(splits, data, DataConfig(subword="char", joint=False), overwrite=True)
+    assert (data / "notes.txt").read_text() == "mine\n" and (data / "raw" / "train.src").exists()
+    assert (data / "spm.src.model").exists() and not (data / "spm.model").exists()  # the old model is gone
+    other = tmp_path / "e"
+    other.mkdir()
+    (other / "train.src.txt").write_text("my own text\n")
+    for overwrite in (False, True):
+        with pytest.raises(NmtkitError, match="train.src.txt"):
+            prepare_data(splits, other, DataConfig(subword="word"), overwrite=overwrite)
+    assert snapshot(other) == {"train.src.txt": b"my own text\n"}
+
+
+@pytest.mark.parametrize("renames", [0, 1, 4, 7, 8, 9, 12, 15])
+def test_an_interrupted_commit_loses_nothing_and_the_next_prepare_completes_it(tmp_path: Path, monkeypatch,
+                                                                               renames: int):
+    """Killed after `renames` of the commit's 16 renames (8 files aside, 8 in): every old file is in --out or in
+    the old directory, every new one in --out or in the staging directory, and the next prepare finishes."""
+    splits = {"train": write_pair(tmp_path, "train", corpus(100))}
+    data, expected = tmp_path / "d", tmp_path / "expected"
+    prepare_data(splits, data, DataConfig(subword="word"))
+    prepare_data(splits, expected, DataConfig(subword="char"))
+    before, after = snapshot(data), snapshot(expected)
+    assert all(PREPARED.fullmatch(name) for name in [*before, *after])  # the commit moves all that prepare writes
+    rename, done = Path.rename, []
+
+    def killed_midway(path: Path, target: Path) -> Path:
+        if len(done) == renames:
+            raise KeyboardInterrupt
+        done.append(path)
+        return rename(path, target)
+
+    monkeypatch.setattr(Path, "rename", killed_midway)
+    with pytest.raises(KeyboardInterrupt):
+        prepare_data(splits, data, DataConfig(subword="char"), overwrite=True)
+    monkeypatch.undo()
+    left = snapshot(data)
+    for name, content in before.items():
+        assert content in (left.get(name), left.get(f".prepare-old-{os.getpid()}/{name}"))
+    for name, content in after.items():
+        assert content in (left.get(name), left.get(f".prepare-new-{os.getpid()}/{name}"))
+    finish_interrupted(data)
+    assert snapshot(data) == after and sorted(path.name for path in data.iterdir()) == sorted(after)
+
+
+def test_leftovers_of_a_running_prepare_are_an_error_and_of_a_finished_commit_are_removed(tmp_path: Path):
+    data = tmp_path / "d"
+    prepare_data({"train": write_pair(tmp_path, "train", corpus(50))}, data, DataConfig(subword="word"))
+    before = snapshot(data)
+    (data / f".prepare-old-{os.getpid()}").mkdir()  # a commit killed before it deleted the old files
+    (data / f".prepare-old-{os.getpid()}" / "train.src.txt").write_text("old\n")
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (data / f".prepare-new-{running.pid}").mkdir()
+        with pytest.raises(NmtkitError, match=f"another nmtkit prepare \\(process {running.pid}\\) is writing"):
+            finish_interrupted(data)
+    finally:
+        running.kill()
+        running.wait()
+    finish_interrupted(data)
+    assert snapshot(data) == before and sorted(path.name for path in data.iterdir()) == sorted(before)

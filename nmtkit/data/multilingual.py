@@ -14,7 +14,6 @@ The pairs come from a YAML list (`nmtkit prepare --pairs pairs.yaml`):
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -29,12 +28,12 @@ from nmtkit.data.prepare import (
     SplitFiles,
     binarize,
     check_and_measure,
-    check_output,
     report_filters,
-    start_output,
     subword_sample,
-    write_text,
+    write_manifest,
+    write_pairs,
 )
+from nmtkit.data.staging import staged_output
 from nmtkit.data.subword import Subword, train_subword
 from nmtkit.errors import NmtkitError
 
@@ -101,22 +100,17 @@ def read_pairs(path: Path) -> list[Corpus]:
 
 def _write_split(name: str, corpora: list[Corpus], config: DataConfig, stats: list[FilterStats],
                  out: Path) -> np.ndarray:
-    """`{name}.{src,tgt}.txt` of every pair in turn (train filtered) and the pair of each line (also saved)."""
+    """`{name}.{src,tgt}.txt`: every pair's lines in turn (train filtered), streamed; the pair of each line (also
+    saved as `{name}.corpus.npy`)."""
     counts = []
-
-    def pairs_of(index: int, corpus: Corpus):
-        if name == "train":
-            return filter_pairs(corpus.splits[name].pairs(), config, stats[index])
-        return corpus.splits[name].pairs() if name in corpus.splits else iter(())
-
-    for index, corpus in enumerate(corpora):
-        counts.append(write_text(f"{name}.part{index}", pairs_of(index, corpus), out))
-    for side in ("src", "tgt"):
-        with open(out / f"{name}.{side}.txt", "wb") as joined:
-            for index in range(len(corpora)):
-                part = out / f"{name}.part{index}.{side}.txt"
-                joined.write(part.read_bytes())
-                part.unlink()
+    with open(out / f"{name}.src.txt", "w", encoding="utf-8") as src, \
+            open(out / f"{name}.tgt.txt", "w", encoding="utf-8") as tgt:
+        for index, corpus in enumerate(corpora):
+            if name == "train":
+                pairs = filter_pairs(corpus.splits[name].pairs(), config, stats[index])
+            else:
+                pairs = corpus.splits[name].pairs() if name in corpus.splits else iter(())
+            counts.append(write_pairs(pairs, src, tgt))
     lines_corpus = np.repeat(np.arange(len(corpora), dtype=np.int16), counts)
     np.save(out / f"{name}.corpus.npy", lines_corpus)
     return lines_corpus
@@ -125,10 +119,13 @@ def _write_split(name: str, corpora: list[Corpus], config: DataConfig, stats: li
 def prepare_multilingual(corpora: list[Corpus], out: Path, config: DataConfig, overwrite: bool = False) -> dict:
     """Validate, clean and binarize several language pairs into one data directory with one joint vocabulary and
     a target-language tag at the start of every source; returns the manifest (as `prepare_data`'s, plus "pairs"
-    and "tags")."""
-    check_output(out, overwrite)
+    and "tags"). Written as `prepare_data` writes, through a staging directory."""
+    with staged_output(out, overwrite) as staging:
+        return _write_multilingual(corpora, staging, config)
+
+
+def _write_multilingual(corpora: list[Corpus], out: Path, config: DataConfig) -> dict:
     stats = [check_and_measure(corpus.splits) for corpus in corpora]
-    start_output(out)
     split_names = [name for name in SPLITS if any(name in corpus.splits for corpus in corpora)]
     line_corpora = {name: _write_split(name, corpora, config, stats, out) for name in split_names}
     for corpus, corpus_stats in zip(corpora, stats):
@@ -146,7 +143,7 @@ def prepare_multilingual(corpora: list[Corpus], out: Path, config: DataConfig, o
         manifest["splits"][name] = binarize(name, (model, model), out, tag_ids[line_corpora[name]], config)
     if config.subword_samples > 1:  # train's copies repeat its lines, so its lines' pairs repeat with them
         np.save(out / "train.corpus.npy", np.tile(line_corpora["train"], config.subword_samples))
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_manifest(out, manifest)
     return manifest
 
 

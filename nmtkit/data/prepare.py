@@ -9,12 +9,14 @@ import random
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 
 from nmtkit.config import DataConfig
 from nmtkit.data.corpus import FilterStats, filter_pairs, iter_lines, iter_parallel, iter_tsv, median_length_ratio
 from nmtkit.data.dataset import TokenWriter
+from nmtkit.data.staging import staged_output
 from nmtkit.data.subword import Subword, train_subword
 from nmtkit.errors import NmtkitError
 
@@ -103,13 +105,18 @@ def keep_subwords(out: Path, subwords: tuple[Subword, Subword]) -> tuple[Subword
 
 def write_text(name: str, pairs: Iterable[tuple[str, str]], out: Path) -> int:
     """`{name}.src.txt` and `{name}.tgt.txt`, one pair at a time; returns the number of pairs."""
-    count = 0
     with open(out / f"{name}.src.txt", "w", encoding="utf-8") as src, \
             open(out / f"{name}.tgt.txt", "w", encoding="utf-8") as tgt:
-        for src_line, tgt_line in pairs:
-            src.write(src_line + "\n")
-            tgt.write(tgt_line + "\n")
-            count += 1
+        return write_pairs(pairs, src, tgt)
+
+
+def write_pairs(pairs: Iterable[tuple[str, str]], src: TextIO, tgt: TextIO) -> int:
+    """Each pair as a line of `src` and a line of `tgt`; returns the number of pairs."""
+    count = 0
+    for src_line, tgt_line in pairs:
+        src.write(src_line + "\n")
+        tgt.write(tgt_line + "\n")
+        count += 1
     return count
 
 
@@ -141,12 +148,6 @@ def binarize(name: str, models: tuple[Subword, Subword], out: Path, source_tags:
     return sizes
 
 
-def check_output(out: Path, overwrite: bool) -> None:
-    if (out / "manifest.json").exists() and not overwrite:
-        raise NmtkitError(f"{out} already holds prepared data (manifest.json); pass --overwrite to replace it "
-                          "(runs trained on it will no longer resume), or choose another --out")
-
-
 def check_and_measure(splits: dict[str, SplitFiles]) -> FilterStats:
     """Read every split once (their errors surface before any work) and measure train's median length ratio."""
     stats = FilterStats(median_ratio=median_length_ratio(splits["train"].pairs()))
@@ -154,15 +155,6 @@ def check_and_measure(splits: dict[str, SplitFiles]) -> FilterStats:
         if name in splits:
             splits[name].check()
     return stats
-
-
-def start_output(out: Path) -> None:
-    """Create `out` and remove its manifest: until a new one is written, the directory is not prepared data."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise NmtkitError(f"cannot create output directory {out}: {error.strerror}") from error
-    (out / "manifest.json").unlink(missing_ok=True)
 
 
 def report_filters(what: str, stats: FilterStats) -> None:
@@ -178,14 +170,20 @@ def prepare_data(splits: dict[str, SplitFiles], out: Path, config: DataConfig,
 
     The corpus streams through: files are read line by line (train twice: once for its median length ratio),
     kept text is written as it comes, byte for byte, SentencePiece trains on a sample read back from disk and the
-    ids are encoded in chunks, so memory does not grow with the corpus (beyond 8 bytes per pair of offsets and of
-    duplicate digests). `subwords` reuses existing subword models instead of training new ones. manifest.json is
-    written last: a directory without it is not (completely) prepared."""
+    ids are encoded in chunks, so memory does not grow with the corpus (beyond 8 bytes per pair of offsets and 8 of
+    duplicate digests, 16 while two of the digest arrays merge). `subwords` reuses existing subword models instead
+    of training new ones. Everything is written to a staging directory and replaces the prepared files of `out`
+    only once complete (`nmtkit.data.staging`), so the inputs may be files of `out`, and a failed prepare leaves
+    `out` as it was."""
     if "train" not in splits:
         raise NmtkitError("prepare needs training data (--train-src/--train-tgt or --train-tsv)")
-    check_output(out, overwrite)
+    with staged_output(out, overwrite) as staging:
+        return _write_data(splits, staging, config, langs, subwords)
+
+
+def _write_data(splits: dict[str, SplitFiles], out: Path, config: DataConfig, langs: tuple[str, str],
+                subwords: tuple[Subword, Subword] | None) -> dict:
     stats = check_and_measure(splits)
-    start_output(out)
     kept = write_text("train", filter_pairs(splits["train"].pairs(), config, stats), out)
     report_filters("train", stats)
     if not kept:
@@ -201,8 +199,12 @@ def prepare_data(splits: dict[str, SplitFiles], out: Path, config: DataConfig,
     for name in (name for name in SPLITS if name in splits):
         manifest["splits"][name] = binarize(name, models, out, config=config)
         log.info("%s: %s", name, manifest["splits"][name])
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_manifest(out, manifest)
     return manifest
+
+
+def write_manifest(out: Path, manifest: dict) -> None:
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def read_manifest(data_dir: Path) -> dict:
