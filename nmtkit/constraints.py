@@ -346,6 +346,17 @@ class PieceTable:
             surface = bytes([int(piece[1:-1], 16)]) if processor.is_byte(index) else piece.replace("▁", " ").encode()
             self.by_surface.setdefault(surface, []).append(index)
         self.surfaces = sorted(self.by_surface)
+        self.children: list[dict[int, int]] = [{}]  # a trie of the surfaces: node -> {next byte: node}; 0 is the root
+        self.ids: list[list[int]] = [[]]  # the pieces whose surface ends at each node
+        for surface, ids in self.by_surface.items():
+            node = 0
+            for byte in surface:
+                if byte not in self.children[node]:
+                    self.children[node][byte] = len(self.children)
+                    self.children.append({})
+                    self.ids.append([])
+                node = self.children[node][byte]
+            self.ids[node] = ids
 
     def word_ends(self, vocab_size: int) -> WordEnds:
         glued, open_ = torch.zeros(vocab_size, dtype=torch.bool), torch.zeros(vocab_size, dtype=torch.bool)
@@ -355,35 +366,53 @@ class PieceTable:
                 glued[ids], open_[ids] = _inside_word(text[0]), _inside_word(text[-1])
         return WordEnds(glued, open_)
 
+    def moves_through(self, word: bytes) -> list[tuple[list[int], list[int]]]:
+        """`moves(word[offset:])` for every byte offset into `word`. Each walks down the trie from its offset, no
+        deeper than the longest piece, so the whole costs len(word) times that length (plus the moves found),
+        not the cube of len(word) that testing every prefix of every rest would."""
+        return [self.moves(word, offset) for offset in range(len(word))]
+
+    def moves(self, word: bytes, offset: int = 0) -> tuple[list[int], list[int]]:
+        """(tokens, bytes written) with rest = word[offset:]: the pieces that write a proper prefix of rest, and
+        those that start with all of rest (writing all of it, whatever they add)."""
+        tokens, written, node = [], [], 0
+        for end in range(offset, len(word)):
+            node = self.children[node].get(word[end])
+            if node is None:  # no piece writes this much of rest, so none writes more or starts with all of it
+                break
+            if end + 1 < len(word):
+                tokens.extend(self.ids[node])
+                written.extend([end + 1 - offset] * len(self.ids[node]))
+        else:
+            starting = self._starting_with(word[offset:])  # rest is no longer than a piece here
+            tokens.extend(starting)
+            written.extend([len(word) - offset] * len(starting))
+        return tokens, written
+
     @functools.lru_cache(maxsize=1024)  # noqa: B019 (one table per Translator, kept as long as it is)
-    def moves(self, rest: bytes) -> tuple[Tensor, Tensor]:
-        """(tokens, bytes written): the pieces that write a proper prefix of `rest`, and those that start with all
-        of `rest` (writing all of it, whatever they add)."""
-        tokens, written = [], []
-        for end in range(1, len(rest)):
-            for index in self.by_surface.get(rest[:end], ()):
-                tokens.append(index)
-                written.append(end)
-        position = bisect.bisect_left(self.surfaces, rest)
+    def _starting_with(self, rest: bytes) -> tuple[int, ...]:
+        """The pieces whose surface starts with `rest`, in the order of their surfaces (a short rest such as a space
+        starts many: cached)."""
+        tokens, position = [], bisect.bisect_left(self.surfaces, rest)
         while position < len(self.surfaces) and self.surfaces[position].startswith(rest):
             tokens.extend(self.by_surface[self.surfaces[position]])
-            written.extend([len(rest)] * len(self.by_surface[self.surfaces[position]]))
             position += 1
-        return torch.tensor(tokens, dtype=torch.long), torch.tensor(written, dtype=torch.long)
+        return tuple(tokens)
 
 
-def completable(moves: list[tuple[Tensor, Tensor]]) -> tuple[tuple[Tensor, Tensor], ...]:
+def completable(moves: list[tuple[list[int], list[int]]]) -> tuple[tuple[Tensor, Tensor], ...]:
     """Keep only the moves through a partial word (per byte offset: tokens, bytes written) that lead to an offset
     from which the word can still be finished: "▁the" writes the start of " then", but a word vocabulary has no
-    piece that goes on with "n"."""
+    piece that goes on with "n". Lists in, tensors out: a tensor operation per offset would cost more than the
+    rest of a long word's encoding."""
     finishable = [False] * len(moves) + [True]
-    kept: list[tuple[Tensor, Tensor]] = [(torch.zeros(0, dtype=torch.long),) * 2] * len(moves)
+    kept: list[tuple[list[int], list[int]]] = [([], [])] * len(moves)
     for offset in reversed(range(len(moves))):
-        tokens, written = moves[offset]
-        leads = torch.tensor([finishable[offset + count] for count in written.tolist()], dtype=torch.bool)
-        kept[offset] = (tokens[leads], written[leads])
-        finishable[offset] = bool(leads.any())
-    return tuple(kept)
+        leading = [(token, count) for token, count in zip(*moves[offset]) if finishable[offset + count]]
+        kept[offset] = ([token for token, _ in leading], [count for _, count in leading])
+        finishable[offset] = bool(leading)
+    return tuple((torch.tensor(tokens, dtype=torch.long), torch.tensor(written, dtype=torch.long))
+                 for tokens, written in kept)
 
 
 def _inside_word(character: str) -> bool:
@@ -434,7 +463,7 @@ class ConstraintEncoder:
         if self.collapses_spaces:  # the NFKC rules drop leading spaces and squeeze the others into one
             spaces = " " if head and spaces else ""
         rest = (" " if self.dummy_prefix and not head else "").encode() + (spaces.encode() + self._normalized(word))
-        return forced, completable([self.pieces.moves(rest[offset:]) for offset in range(len(rest))])
+        return forced, completable(self.pieces.moves_through(rest))
 
     def _normalized(self, word: str) -> bytes:
         """The word as the subword model's normalization rule writes it (unchanged under `identity`)."""

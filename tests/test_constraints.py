@@ -10,6 +10,8 @@ import random
 import pytest
 import torch
 from devices import device_params
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_models import NAMES, encoded, make_model
 from test_search import EMPTY_FIRST, LENGTH_CASE, MISLEADING, PENALTIES, FixedDecoder, sources, table
 
@@ -356,7 +358,7 @@ def test_a_phrase_gets_the_pieces_it_has_inside_a_sentence(subword):
 def test_completable_drops_moves_into_dead_ends():
     # three bytes: token 5 writes one, 6 two, 7 all three; from offset 1, 8 writes the other two (and 9 one, to
     # offset 2); from offset 2 nothing goes on
-    kept = completable([moves((5, 1), (6, 2), (7, 3)), moves((8, 2), (9, 1)), moves()])
+    kept = completable([([5, 6, 7], [1, 2, 3]), ([8, 9], [2, 1]), ([], [])])
     assert [(tokens.tolist(), written.tolist()) for tokens, written in kept] == [([5, 7], [1, 3]), ([8], [2]),
                                                                                  ([], [])]
 
@@ -385,10 +387,59 @@ def test_piece_moves_agree_with_the_bytes_left(subword):
     table = PieceTable(subword)
     rest = b" Jer"
     tokens, written = table.moves(rest)
-    assert tokens.numel() > 0
-    for token, count in zip(tokens.tolist(), written.tolist()):
+    assert tokens
+    for token, count in zip(tokens, written):
         surface = subword.processor.id_to_piece(token).replace("▁", " ").encode()
         assert (surface == rest[:count] and count < len(rest)) or (surface.startswith(rest) and count == len(rest))
+
+
+def quadratic_moves(table: PieceTable, rest: bytes) -> tuple[list[int], list[int]]:
+    """PieceTable.moves as first written: every proper prefix of rest looked up, then the surfaces that start with
+    it (the cube of a word's length over all its offsets)."""
+    tokens, written = [], []
+    for end in range(1, len(rest)):
+        tokens.extend(table.by_surface.get(rest[:end], ()))
+        written.extend([end] * len(table.by_surface.get(rest[:end], ())))
+    for surface in sorted(table.by_surface):
+        if surface.startswith(rest):
+            tokens.extend(table.by_surface[surface])
+            written.extend([len(rest)] * len(table.by_surface[surface]))
+    return tokens, written
+
+
+def test_piece_moves_equal_the_quadratic_lookups_on_random_words(subword):
+    table = PieceTable(subword)
+    pieces = st.one_of(st.sampled_from(sorted(table.by_surface)), st.binary(min_size=1, max_size=3))
+
+    @settings(max_examples=150, deadline=None, derandomize=True)
+    @given(st.lists(pieces, min_size=1, max_size=8).map(b"".join))
+    def check(word: bytes):
+        assert table.moves_through(word) == [quadratic_moves(table, word[offset:]) for offset in range(len(word))]
+
+    check()
+
+
+class CountingChildren(dict):
+    """A trie node's children that count the lookups made through them."""
+
+    lookups = 0
+
+    def get(self, key, default=None):
+        CountingChildren.lookups += 1
+        return super().get(key, default)
+
+
+def test_the_moves_through_a_64_kb_word_take_a_few_lookups_per_byte(subword):
+    """Once cubic in the length of the prefix's last word (4 KB took 7.5 s): now a walk down the trie from each
+    byte, no deeper than the longest piece."""
+    table = PieceTable(subword)
+    table.children = [CountingChildren(node) for node in table.children]
+    word = "".join(random.Random(1).choices(WORDS, k=16_384)).encode()[:65_536]
+    CountingChildren.lookups = 0
+    moves = table.moves_through(word)
+    longest = max(map(len, table.by_surface))
+    assert len(moves) == len(word) and sum(map(len, (tokens for tokens, _ in moves))) > len(word) / longest
+    assert CountingChildren.lookups <= len(word) * longest
 
 
 @pytest.mark.parametrize("prefix", ["Th", "The", "Then they went to Jer", "Paul went ", "and the city of G", "Théo",
