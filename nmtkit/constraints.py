@@ -30,7 +30,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from sentencepiece import sentencepiece_model_pb2
 from torch import Tensor
 
@@ -39,6 +38,7 @@ from nmtkit.data.subword import EOS, Subword
 from nmtkit.errors import NmtkitError
 
 NEG_INF = float("-inf")
+_KEY_STRIDE = 2**32  # a (sentence, token) pair as one sortable number: sentence * stride + token
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,11 +118,20 @@ def allocate(scores: Tensor, banks: Tensor, totals: Tensor, count: int) -> Tenso
     order = scores.argsort(dim=1, descending=True, stable=True)
     ranked_banks = banks.gather(1, order)
     levels = int(totals.max()) + 1
-    members = F.one_hot(ranked_banks, levels)  # (n, M, levels)
-    rank = (members.cumsum(dim=1) * members).sum(dim=-1) - 1  # each candidate's rank within its bank
-    key = rank * levels + (totals.unsqueeze(1) - ranked_banks)
+    key = rank_within(ranked_banks) * levels + (totals.unsqueeze(1) - ranked_banks)
     key = key.masked_fill(~torch.isfinite(scores.gather(1, order)), torch.iinfo(key.dtype).max)
     return order.gather(1, key.argsort(dim=1, stable=True)[:, :count])
+
+
+def rank_within(groups: Tensor) -> Tensor:
+    """(n, M) -> each entry's rank among the earlier entries of its row with the same value (0 for the first). By
+    sorting, not by a one-hot count per value: that would hold n * M * values numbers, the square of the
+    constraints for a beam with many."""
+    by_group = groups.argsort(dim=1, stable=True)
+    grouped = groups.gather(1, by_group).contiguous()
+    positions = torch.arange(groups.size(1), device=groups.device).expand_as(groups)
+    ranks = positions - torch.searchsorted(grouped, grouped)  # minus where each value's run starts
+    return torch.empty_like(ranks).scatter_(1, by_group, ranks)
 
 
 def repeated(ids: Tensor) -> Tensor:
@@ -199,6 +208,16 @@ class ConstraintTracker:
         last = self.phrases.gather(2, (self.lengths - 1).clamp(min=0).unsqueeze(2)).squeeze(2).clamp(min=0)
         open_last = torch.zeros_like(last, dtype=torch.bool) if self.open is None else self.open[last]
         self.open_ends = (self.lengths > 0) & ~self.negative & open_last  # (B, P) a positive phrase ends in a word
+        self._init_occurrences(lines, device)
+
+    def _init_occurrences(self, lines: list[Constraints], device: torch.device) -> None:
+        """Where each token is in each sentence's positive phrases (its first position in each), sorted by
+        (sentence, token), for `banks` to look up."""
+        entries = sorted((sentence * _KEY_STRIDE + token, slot, phrase.index(token))
+                         for sentence, line in enumerate(lines) for slot, phrase in enumerate(line.positive)
+                         for token in set(phrase))
+        table = torch.tensor(entries, dtype=torch.long, device=device).view(-1, 3)  # (E, 3)
+        self.occurrence_keys, self.occurrence_slots, self.occurrence_positions = table.T.contiguous()
 
     def initial_state(self, rows: int) -> ConstraintState:
         return ConstraintState(torch.zeros(rows, self.lengths.size(1), dtype=torch.long, device=self.lengths.device),
@@ -265,26 +284,58 @@ class ConstraintTracker:
 
     def choose(self, candidates: Tensor, sentences: Tensor, state: ConstraintState) -> Choice:
         """One step of constrained beam search over candidates (n, K, V), already `restrict`ed: EOS candidates
-        that `allocate` ranks within the first K finish; the first K others that it ranks go on."""
+        that `allocate` ranks within the first K finish; the first K others that it ranks go on. Only the kept
+        candidates' states are computed: the banks of all M come from `banks`, without their states, each of
+        which holds a number per phrase (n * M * P numbers, with M growing with P)."""
         n, beam_size, vocab = candidates.shape
         flat = candidates.view(n, beam_size * vocab)
         ids = self._candidate_ids(flat, sentences, state, beam_size, vocab)  # (n, M)
         scores = flat.gather(1, ids).masked_fill(repeated(ids), NEG_INF)
         width = ids.size(1)
-        rows = (torch.arange(n, device=ids.device).unsqueeze(1) * beam_size + ids // vocab).view(-1)
-        tokens = (ids % vocab).view(-1)
-        row_sentences = sentences.repeat_interleave(width)
-        following = self.advance(state, rows, tokens, row_sentences)  # (n*M) candidates
-        met_tokens = following.progress.minimum(self.lengths[row_sentences]) * ~self.negative[row_sentences]
-        banks = met_tokens.sum(dim=1).view(n, width)
-        totals, eos = self.totals[sentences], tokens.view(n, width) == EOS
+        rows = torch.arange(n, device=ids.device).unsqueeze(1) * beam_size + ids // vocab  # (n, M)
+        tokens = ids % vocab
+        row_sentences = sentences.repeat_interleave(beam_size)
+        banks = self.banks(state, row_sentences, rows.view(-1), tokens.view(-1)).view(n, width)
+        totals, eos = self.totals[sentences], tokens == EOS
         first = allocate(scores, banks, totals, beam_size)
-        met = self.complete(row_sentences, following).view(n, width).gather(1, first)
+        finishing = self.advance(state, rows.gather(1, first).view(-1), tokens.gather(1, first).view(-1), row_sentences)
+        met = self.complete(row_sentences, finishing).view(n, beam_size)
         going_scores = scores.masked_fill(eos, NEG_INF)
         going = allocate(going_scores, banks, totals, beam_size)
-        chosen = (torch.arange(n, device=ids.device).unsqueeze(1) * width + going).view(-1)
+        following = self.advance(state, rows.gather(1, going).view(-1), tokens.gather(1, going).view(-1), row_sentences)
         return Choice(scores.gather(1, first).masked_fill(~eos.gather(1, first), NEG_INF), ids.gather(1, first),
-                      going_scores.gather(1, going), ids.gather(1, going), met, following.take(chosen))
+                      going_scores.gather(1, going), ids.gather(1, going), met, following)
+
+    def banks(self, state: ConstraintState, sentences: Tensor, rows: Tensor, tokens: Tensor) -> Tensor:
+        """(N,) the positive-phrase tokens met after each of rows (N,) emits its token (N,): what `advance` would
+        give, summed, in memory linear in N; sentences (R,) are those of the state's rows. A token leaves each
+        phrase it is not in as any such token would (a full match kept, or undone if the token is glued to an open
+        end, or a partial one lost), so each row's sums after a glued and after an unglued token hold for all of
+        them; only the phrases that hold the token (`_occurrences`) are looked up one by one."""
+        lengths, positive, open_ends = self.lengths[sentences], ~self.negative[sentences], self.open_ends[sentences]
+        progress = state.progress  # (R, P)
+        met = progress > lengths
+        unglued_sums = (lengths * ((met | (progress == lengths)) & positive)).sum(dim=1)
+        glued_sums = (lengths * ((met | ((progress == lengths) & ~open_ends)) & positive)).sum(dim=1)
+        glued = torch.zeros_like(tokens, dtype=torch.bool) if self.glued is None else self.glued[tokens]
+        sums = torch.where(glued, glued_sums[rows], unglued_sums[rows])
+        pairs, slots, positions = self._occurrences(sentences[rows], tokens)
+        parents = rows[pairs]
+        length, matched = lengths[parents, slots], progress[parents, slots]
+        kept = (matched > length) | ((matched == length) & ~(open_ends[parents, slots] & glued[pairs]))
+        reached = self.transitions[sentences[parents], slots, matched.minimum(length), positions]
+        return sums.index_add(0, pairs, reached.minimum(length) * ~kept)
+
+    def _occurrences(self, sentences: Tensor, tokens: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """The positive phrases that hold each row's token: (row, slot, the token's first position in the phrase)
+        for each."""
+        keys = sentences * _KEY_STRIDE + tokens
+        starts = torch.searchsorted(self.occurrence_keys, keys)
+        counts = torch.searchsorted(self.occurrence_keys, keys, right=True) - starts
+        pairs = torch.repeat_interleave(torch.arange(len(keys), device=keys.device), counts)
+        firsts = counts.cumsum(0) - counts
+        entries = starts[pairs] + torch.arange(len(pairs), device=keys.device) - firsts[pairs]
+        return pairs, self.occurrence_slots[entries], self.occurrence_positions[entries]
 
     def _candidate_ids(self, flat: Tensor, sentences: Tensor, state: ConstraintState, beam_size: int,
                        vocab: int) -> Tensor:
