@@ -185,7 +185,7 @@ class ConstraintTracker:
         self.forced_len = torch.tensor([len(line.forced) for line in lines], device=device)
         self.partial_len = torch.tensor([len(line.partial) for line in lines], device=device)
         self.partial_base = (self.partial_len.cumsum(0) - self.partial_len).to(device)
-        self.partial_next = _partial_table(lines).to(device)  # (G, W) byte offset each piece leads to, or -1
+        self.partial_keys, self.partial_reached = (column.to(device) for column in _partial_table(lines))
 
     def _init_phrases(self, lines: list[Constraints], device: torch.device) -> None:
         """Each sentence's positive then negative phrases, padded to P phrases of L tokens."""
@@ -257,9 +257,11 @@ class ConstraintTracker:
         offset = position - forced_len
         partial = (free & (offset >= 0) & (offset < self.partial_len[sentences])).nonzero().squeeze(1)
         if partial.numel():
-            reached = self.partial_next[self.partial_base[sentences[partial]] + offset[partial]]  # (R', W)
+            states = (self.partial_base[sentences[partial]] + offset[partial]) * _KEY_STRIDE  # (R',)
+            starts = torch.searchsorted(self.partial_keys, states)
+            rows, entries = _expand(starts, torch.searchsorted(self.partial_keys, states + _KEY_STRIDE) - starts)
             allowed = torch.zeros(partial.numel(), scores.size(1), dtype=torch.bool, device=scores.device)
-            allowed[:, : reached.size(1)] = reached >= 0
+            allowed[rows, self.partial_keys[entries] - states[rows]] = True
             scores[partial] = scores[partial].masked_fill(~allowed, NEG_INF)
 
     def advance(self, state: ConstraintState, rows: Tensor, tokens: Tensor, sentences: Tensor) -> ConstraintState:
@@ -275,10 +277,10 @@ class ConstraintTracker:
         offset = position - forced_len
         partial = ((offset >= 0) & (offset < self.partial_len[sentences])).nonzero().squeeze(1)
         if partial.numel():
-            table = self.partial_next[self.partial_base[sentences[partial]] + offset[partial]]  # (R', W)
-            known = tokens[partial] < table.size(1)
-            reached = table.gather(1, tokens[partial].clamp(max=table.size(1) - 1).unsqueeze(1)).squeeze(1).long()
-            reached = torch.where(known & (reached >= 0), reached, offset[partial])  # a ruled-out piece: no move
+            keys = (self.partial_base[sentences[partial]] + offset[partial]) * _KEY_STRIDE + tokens[partial]
+            entries = torch.searchsorted(self.partial_keys, keys)  # the sentinel key is above every other
+            found = self.partial_keys[entries] == keys
+            reached = torch.where(found, self.partial_reached[entries], offset[partial])  # a ruled-out piece: no move
             following[partial] = forced_len[partial] + reached
         return torch.where(tokens == EOS, position, following)
 
@@ -331,10 +333,7 @@ class ConstraintTracker:
         for each."""
         keys = sentences * _KEY_STRIDE + tokens
         starts = torch.searchsorted(self.occurrence_keys, keys)
-        counts = torch.searchsorted(self.occurrence_keys, keys, right=True) - starts
-        pairs = torch.repeat_interleave(torch.arange(len(keys), device=keys.device), counts)
-        firsts = counts.cumsum(0) - counts
-        entries = starts[pairs] + torch.arange(len(pairs), device=keys.device) - firsts[pairs]
+        pairs, entries = _expand(starts, torch.searchsorted(self.occurrence_keys, keys, right=True) - starts)
         return pairs, self.occurrence_slots[entries], self.occurrence_positions[entries]
 
     def _candidate_ids(self, flat: Tensor, sentences: Tensor, state: ConstraintState, beam_size: int,
@@ -372,15 +371,26 @@ class ConstraintTracker:
         return torch.where(unmet, tokens, -1)
 
 
-def _partial_table(lines: Sequence[Constraints]) -> Tensor:
-    """(G, W) for every byte offset into every line's partial word (G in all, in line order): the offset each piece
-    leads to, -1 for a piece that does not agree with the bytes left; W is one more than the largest such piece."""
+def _partial_table(lines: Sequence[Constraints]) -> tuple[Tensor, Tensor]:
+    """The moves through every line's partial word, sparse (a table of byte offsets by pieces would hold the
+    vocabulary size times the word's length): keys (E+1,) state * stride + piece, sorted, where the states number
+    every byte offset of every line's word in line order; and reached (E+1,), the offset each move leads to. The
+    last entry is a sentinel above every key, so that a search for any key lands on an entry."""
     moves = [(offset, tokens, written) for line in lines for offset, (tokens, written) in enumerate(line.partial)]
-    width = 1 + max((int(tokens.max()) for _, tokens, _ in moves if tokens.numel()), default=0)
-    table = torch.full((len(moves), width), -1, dtype=torch.int16)
-    for state, (offset, tokens, written) in enumerate(moves):
-        table[state, tokens] = (offset + written).to(torch.int16)
-    return table
+    counts = torch.tensor([len(tokens) for _, tokens, _ in moves], dtype=torch.long)
+    states = torch.repeat_interleave(torch.arange(len(moves)), counts)
+    offsets = torch.repeat_interleave(torch.tensor([offset for offset, _, _ in moves], dtype=torch.long), counts)
+    tokens = torch.cat([torch.zeros(0, dtype=torch.long), *(tokens for _, tokens, _ in moves)])
+    written = torch.cat([torch.zeros(0, dtype=torch.long), *(written for _, _, written in moves)])
+    keys, order = torch.cat([states * _KEY_STRIDE + tokens, torch.tensor([2**62])]).sort()
+    return keys, torch.cat([offsets + written, torch.tensor([-1])])[order]
+
+
+def _expand(starts: Tensor, counts: Tensor) -> tuple[Tensor, Tensor]:
+    """Ranges of entries, one per owner (starts (N,), counts (N,)), as pairs: (owners, entries), both (sum(counts),)."""
+    owners = torch.repeat_interleave(torch.arange(len(starts), device=starts.device), counts)
+    firsts = counts.cumsum(0) - counts
+    return owners, starts[owners] + torch.arange(len(owners), device=starts.device) - firsts[owners]
 
 
 class PieceTable:

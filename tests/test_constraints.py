@@ -159,6 +159,23 @@ def test_a_step_with_800_constraints_advances_only_the_kept_candidates(monkeypat
     assert set(choice.next_state.progress.sum(dim=1).tolist()) == {0, 1}  # both banks keep beams
 
 
+def test_a_40000_byte_partial_word_is_followed_to_its_end():
+    """The moves through a prefix's last word were a table of offsets by pieces, in int16: a word over 32 KB
+    wrapped around, and one of 64 KB with a 32,000-piece vocabulary took 4 GB. Now one entry a move."""
+    size, piece = 40_000, 30_000
+    both, last = (torch.tensor([5, piece]), torch.tensor([1, 2])), (torch.tensor([5]), torch.tensor([1]))
+    partial = (both,) * (size - 1) + (last,)  # 5 writes a byte, `piece` two
+    tracker = ConstraintTracker([Constraints(partial=partial)], torch.device("cpu"))
+    assert tracker.partial_keys.numel() == 2 * size  # 2 moves an offset but the last, and a sentinel
+    state = ConstraintState(torch.zeros(2, 1, dtype=torch.long), torch.tensor([size - 3, size - 1]))
+    scores = torch.zeros(2, 1, piece + 1)
+    tracker.restrict(scores, torch.tensor([0, 0]), state, torch.zeros(2, dtype=torch.bool))
+    assert torch.isfinite(scores).nonzero()[:, 2].tolist() == [5, piece, 5]
+    following = tracker.advance(state, torch.tensor([0, 1]), torch.tensor([piece, 5]), torch.tensor([0, 0]))
+    assert following.prefix.tolist() == [size - 1, size]
+    assert tracker.complete(torch.tensor([0, 0]), following).tolist() == [False, True]
+
+
 def test_repeated_marks_later_copies():
     assert repeated(torch.tensor([[3, 1, 3, 2, 1]])).tolist() == [[False, False, True, False, True]]
 
