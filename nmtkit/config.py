@@ -224,10 +224,7 @@ def _number(value: Any, kind: type, where: str) -> int | float:
             pass
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise NmtkitError(f"config key {where}: expected {_type_name(kind)}, got {value!r}")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise NmtkitError(f"config key {where}: expected a finite number, got {value!r}")
-    if abs(value) > (LARGEST_INT if kind is int else LARGEST_FLOAT):
-        raise NmtkitError(f"config key {where}: {value!r} is too large")
+    _check_size(value, kind, where)
     if kind is int and not float(value).is_integer():
         raise NmtkitError(f"config key {where}: expected int, got {value!r}")
     return kind(value)
@@ -239,6 +236,23 @@ def _union(value: Any, kind: types.UnionType, where: str) -> Any:
     if value is None and len(others) < len(typing.get_args(kind)):
         return None
     return _coerce(value, others[0], where) if len(others) == 1 else value
+
+
+def _check_size(value: int | float, kind: type, where: str) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise NmtkitError(f"config key {where}: expected a finite number, got {value!r}")
+    if abs(value) > (LARGEST_INT if kind is int else LARGEST_FLOAT):
+        raise NmtkitError(f"config key {where}: {value!r} is too large")
+
+
+def check_numbers(config: Any, where: str = "") -> None:
+    """Every number setting of dataclass `config` finite, within 64 bits (an int) and within its `option` range:
+    what `from_dict` checks, for a config built another way (from command-line flags, say)."""
+    for item in dataclasses.fields(config):
+        value = getattr(config, item.name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            _check_size(value, type(value), f"{where}{item.name}")
+            _check_range(value, item, f"{where}{item.name}")
 
 
 def _check_range(value: Any, item: dataclasses.Field, where: str) -> None:
@@ -266,9 +280,7 @@ def from_dict(cls: type, data: Any, where: str = "") -> Any:
         else:
             kwargs[key] = _coerce(value, kind, f"{where}{key}")
     config = cls(**kwargs)  # its own checks first: they word the errors of the settings they cover
-    for key, value in kwargs.items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            _check_range(value, fields[key], f"{where}{key}")
+    check_numbers(config, where)
     return config
 
 

@@ -12,6 +12,7 @@ from nmtkit.config import (
     DecodeConfig,
     TrainConfig,
     apply_overrides,
+    check_numbers,
     data_config,
     from_dict,
     help_for,
@@ -197,3 +198,11 @@ def test_an_optional_number_is_none_or_checked_as_a_number():
     assert from_dict(Optional, {"value": "0.5"}).value == 0.5
     with pytest.raises(NmtkitError, match="value: expected a finite number"):
         from_dict(Optional, {"value": "nan"})
+
+
+def test_check_numbers_checks_a_config_built_without_from_dict():
+    check_numbers(DecodeConfig(alpha=0.6, max_len_a=2.0))
+    with pytest.raises(NmtkitError, match="decode.alpha: expected a finite number"):
+        check_numbers(DecodeConfig(alpha=float("nan")), "decode.")
+    with pytest.raises(NmtkitError, match=r"max_len_a: must be in \[0, 1000\]"):
+        check_numbers(DecodeConfig(max_len_a=1e39))
