@@ -38,7 +38,7 @@ from nmtkit.data.subword import EOS, Subword
 from nmtkit.errors import NmtkitError
 
 NEG_INF = float("-inf")
-_KEY_STRIDE = 2**32  # a (sentence, token) pair as one sortable number: sentence * stride + token
+_KEY_STRIDE = 2**32  # a pair (a sentence or a state, a token) as one sortable number: first * stride + token
 
 
 @dataclass(frozen=True, eq=False)
@@ -293,11 +293,12 @@ class ConstraintTracker:
         flat = candidates.view(n, beam_size * vocab)
         ids = self._candidate_ids(flat, sentences, state, beam_size, vocab)  # (n, M)
         scores = flat.gather(1, ids).masked_fill(repeated(ids), NEG_INF)
-        width = ids.size(1)
         rows = torch.arange(n, device=ids.device).unsqueeze(1) * beam_size + ids // vocab  # (n, M)
         tokens = ids % vocab
         row_sentences = sentences.repeat_interleave(beam_size)
-        banks = self.banks(state, row_sentences, rows.view(-1), tokens.view(-1)).view(n, width)
+        live = torch.isfinite(scores)  # a candidate at -inf (ruled out, or a repeat) comes last whatever its bank
+        banks = torch.zeros_like(ids)
+        banks[live] = self.banks(state, row_sentences, rows[live], tokens[live])
         totals, eos = self.totals[sentences], tokens == EOS
         first = allocate(scores, banks, totals, beam_size)
         finishing = self.advance(state, rows.gather(1, first).view(-1), tokens.gather(1, first).view(-1), row_sentences)
