@@ -9,6 +9,8 @@ but its errors.
 from __future__ import annotations
 
 import dataclasses
+import math
+import sys
 import types
 import typing
 from dataclasses import dataclass, field
@@ -17,12 +19,17 @@ from typing import Any, Literal
 
 from nmtkit.errors import NmtkitError
 
+LARGEST_INT = 2**63 - 1  # what a tensor, a seed or a C library takes: a larger number is a mistake, not a setting
+LARGEST_FLOAT = sys.float_info.max
 
-def option(default: Any, help: str) -> Any:
-    """A dataclass field with a default and its help text in one place."""
+
+def option(default: Any, help: str, low: float | None = None, high: float | None = None) -> Any:
+    """A dataclass field with a default, its help text and, for a number, the range `from_dict` accepts (inclusive;
+    None: unbounded) in one place."""
+    metadata = {"help": help, "range": (low, high)}
     if isinstance(default, (list, dict)):
-        return field(default_factory=lambda: type(default)(default), metadata={"help": help})
-    return field(default=default, metadata={"help": help})
+        return field(default_factory=lambda: type(default)(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
 @dataclass
@@ -128,22 +135,25 @@ class TrainConfig:
 class DecodeConfig:
     """Search settings used by `translate` and by validation."""
 
-    beam: int = option(5, "beam size (1 = greedy)")
-    max_len_a: float = option(1.5, "maximum output length is a * source length + b")
-    max_len_b: int = option(10, "maximum output length is a * source length + b")
+    beam: int = option(5, "beam size (1 = greedy)", 1, 1024)
+    max_len_a: float = option(1.5, "maximum output length is a * source length + b", 0, 1000)
+    max_len_b: int = option(10, "maximum output length is a * source length + b", -1_000_000, 1_000_000)
     length_penalty: Literal["none", "average", "gnmt", "sockeye"] = option(
         "average", "divide beam scores by none: 1, average: |Y|, gnmt: ((5+|Y|)/6)^alpha, "
                    "sockeye: ((beta+|Y|)/(beta+1))^alpha")
-    alpha: float = option(1.0, "length penalty exponent for gnmt and sockeye (GNMT used 0.6-0.7)")
-    beta: float = option(0.0, "sockeye length penalty offset")
-    word_penalty: float = option(0.0, "subtracted from a hypothesis' score per token (negative: longer outputs)")
-    coverage_penalty: float = option(0.0, "weight beta of GNMT's coverage penalty (Wu et al. 2016, Eq. 14; 0 = off)")
-    min_len: int = option(0, "no EOS before this many output tokens")
-    stop_finished: int = option(0, "beam search ends a sentence once this many hypotheses finished (0 = beam size)")
+    alpha: float = option(1.0, "length penalty exponent for gnmt and sockeye (GNMT used 0.6-0.7)", 0, 10)
+    beta: float = option(0.0, "sockeye length penalty offset", 0, 1_000_000)
+    word_penalty: float = option(0.0, "subtracted from a hypothesis' score per token (negative: longer outputs)",
+                                 -1000, 1000)
+    coverage_penalty: float = option(0.0, "weight beta of GNMT's coverage penalty (Wu et al. 2016, Eq. 14; 0 = off)",
+                                     0, 1000)
+    min_len: int = option(0, "no EOS before this many output tokens", 0, 1_000_000)
+    stop_finished: int = option(0, "beam search ends a sentence once this many hypotheses finished (0 = beam size)",
+                                0, 1024)
     nbest: int = option(1, "hypotheses output per input line (at most the beam size), as `i ||| hypothesis ||| score` "
-                            "lines when more than 1")
+                            "lines when more than 1", 1, 1024)
     sample: bool = option(False, "sample each token instead of searching (uses temperature, top_k, top_p)")
-    temperature: float = option(1.0, "sampling temperature")
+    temperature: float = option(1.0, "sampling temperature", 1e-6, 1000)
     top_k: int = option(0, "sample among the k most probable tokens (0 = all)")
     top_p: float = option(1.0, "sample within the smallest set of tokens whose probability reaches p")
     seed: int = option(1, "random seed for sampling")
@@ -194,39 +204,84 @@ def _coerce(value: Any, kind: Any, where: str) -> Any:
         if isinstance(value, bool):
             return value
     elif kind in (int, float):
-        if isinstance(value, str):
-            try:
-                value = kind(value)
-            except ValueError:
-                pass
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            if kind is float or float(value).is_integer():
-                return kind(value)
+        return _number(value, kind, where)
     elif kind is str and isinstance(value, str):
         return value
-    elif kind is Any or isinstance(kind, types.UnionType):
+    elif isinstance(kind, types.UnionType):
+        return _union(value, kind, where)
+    elif kind is Any:
         return value
     raise NmtkitError(f"config key {where}: expected {_type_name(kind)}, got {value!r}")
 
 
+def _number(value: Any, kind: type, where: str) -> int | float:
+    """`value` as an int or a float. Infinity and NaN are refused (a NaN penalty would rank every hypothesis NaN, an
+    infinite length limit overflows), and so is an int beyond 64 bits, which no tensor or library call takes."""
+    if isinstance(value, str):
+        try:
+            value = kind(value)
+        except ValueError:
+            pass
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise NmtkitError(f"config key {where}: expected {_type_name(kind)}, got {value!r}")
+    _check_size(value, kind, where)
+    if kind is int and not float(value).is_integer():
+        raise NmtkitError(f"config key {where}: expected int, got {value!r}")
+    return kind(value)
+
+
+def _union(value: Any, kind: types.UnionType, where: str) -> Any:
+    """An optional setting (`float | None`): None, or a value of its one other type; other unions are unchecked."""
+    others = [member for member in typing.get_args(kind) if member is not type(None)]
+    if value is None and len(others) < len(typing.get_args(kind)):
+        return None
+    return _coerce(value, others[0], where) if len(others) == 1 else value
+
+
+def _check_size(value: int | float, kind: type, where: str) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise NmtkitError(f"config key {where}: expected a finite number, got {value!r}")
+    if abs(value) > (LARGEST_INT if kind is int else LARGEST_FLOAT):
+        raise NmtkitError(f"config key {where}: {value!r} is too large")
+
+
+def check_numbers(config: Any, where: str = "") -> None:
+    """Every number setting of dataclass `config` finite, within 64 bits (an int) and within its `option` range:
+    what `from_dict` checks, for a config built another way (from command-line flags, say)."""
+    for item in dataclasses.fields(config):
+        value = getattr(config, item.name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            _check_size(value, type(value), f"{where}{item.name}")
+            _check_range(value, item, f"{where}{item.name}")
+
+
+def _check_range(value: Any, item: dataclasses.Field, where: str) -> None:
+    low, high = item.metadata.get("range", (None, None))
+    if (low is not None and value < low) or (high is not None and value > high):
+        bounds = f"at least {low}" if high is None else f"at most {high}" if low is None else f"in [{low}, {high}]"
+        raise NmtkitError(f"config key {where}: must be {bounds}, got {value!r}")
+
+
 def from_dict(cls: type, data: Any, where: str = "") -> Any:
-    """Build dataclass `cls` from a dict, rejecting unknown keys and wrong types."""
+    """Build dataclass `cls` from a dict, rejecting unknown keys, wrong types and numbers out of their range."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise NmtkitError(f"config section {where or '(top)'}: expected a mapping, got {data!r}")
     hints = typing.get_type_hints(cls)
-    known = {f.name for f in dataclasses.fields(cls)}
+    fields = {item.name: item for item in dataclasses.fields(cls)}
     kwargs = {}
     for key, value in data.items():
-        if key not in known:
-            raise NmtkitError(f"unknown config key {where}{key}; known keys: {', '.join(sorted(known))}")
+        if key not in fields:
+            raise NmtkitError(f"unknown config key {where}{key}; known keys: {', '.join(sorted(fields))}")
         kind = hints[key]
         if dataclasses.is_dataclass(kind):
             kwargs[key] = from_dict(kind, value, f"{where}{key}.")
         else:
             kwargs[key] = _coerce(value, kind, f"{where}{key}")
-    return cls(**kwargs)
+    config = cls(**kwargs)  # its own checks first: they word the errors of the settings they cover
+    check_numbers(config, where)
+    return config
 
 
 def apply_overrides(data: dict, overrides: list[str]) -> dict:

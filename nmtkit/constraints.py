@@ -30,7 +30,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from sentencepiece import sentencepiece_model_pb2
 from torch import Tensor
 
@@ -39,6 +38,7 @@ from nmtkit.data.subword import EOS, Subword
 from nmtkit.errors import NmtkitError
 
 NEG_INF = float("-inf")
+_KEY_STRIDE = 2**32  # a pair (a sentence or a state, a token) as one sortable number: first * stride + token
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,11 +118,20 @@ def allocate(scores: Tensor, banks: Tensor, totals: Tensor, count: int) -> Tenso
     order = scores.argsort(dim=1, descending=True, stable=True)
     ranked_banks = banks.gather(1, order)
     levels = int(totals.max()) + 1
-    members = F.one_hot(ranked_banks, levels)  # (n, M, levels)
-    rank = (members.cumsum(dim=1) * members).sum(dim=-1) - 1  # each candidate's rank within its bank
-    key = rank * levels + (totals.unsqueeze(1) - ranked_banks)
+    key = rank_within(ranked_banks) * levels + (totals.unsqueeze(1) - ranked_banks)
     key = key.masked_fill(~torch.isfinite(scores.gather(1, order)), torch.iinfo(key.dtype).max)
     return order.gather(1, key.argsort(dim=1, stable=True)[:, :count])
+
+
+def rank_within(groups: Tensor) -> Tensor:
+    """(n, M) -> each entry's rank among the earlier entries of its row with the same value (0 for the first). By
+    sorting, not by a one-hot count per value: that would hold n * M * values numbers, the square of the
+    constraints for a beam with many."""
+    by_group = groups.argsort(dim=1, stable=True)
+    grouped = groups.gather(1, by_group).contiguous()
+    positions = torch.arange(groups.size(1), device=groups.device).expand_as(groups)
+    ranks = positions - torch.searchsorted(grouped, grouped)  # minus where each value's run starts
+    return torch.empty_like(ranks).scatter_(1, by_group, ranks)
 
 
 def repeated(ids: Tensor) -> Tensor:
@@ -176,7 +185,7 @@ class ConstraintTracker:
         self.forced_len = torch.tensor([len(line.forced) for line in lines], device=device)
         self.partial_len = torch.tensor([len(line.partial) for line in lines], device=device)
         self.partial_base = (self.partial_len.cumsum(0) - self.partial_len).to(device)
-        self.partial_next = _partial_table(lines).to(device)  # (G, W) byte offset each piece leads to, or -1
+        self.partial_keys, self.partial_reached = (column.to(device) for column in _partial_table(lines))
 
     def _init_phrases(self, lines: list[Constraints], device: torch.device) -> None:
         """Each sentence's positive then negative phrases, padded to P phrases of L tokens."""
@@ -199,6 +208,16 @@ class ConstraintTracker:
         last = self.phrases.gather(2, (self.lengths - 1).clamp(min=0).unsqueeze(2)).squeeze(2).clamp(min=0)
         open_last = torch.zeros_like(last, dtype=torch.bool) if self.open is None else self.open[last]
         self.open_ends = (self.lengths > 0) & ~self.negative & open_last  # (B, P) a positive phrase ends in a word
+        self._init_occurrences(lines, device)
+
+    def _init_occurrences(self, lines: list[Constraints], device: torch.device) -> None:
+        """Where each token is in each sentence's positive phrases (its first position in each), sorted by
+        (sentence, token), for `banks` to look up."""
+        entries = sorted((sentence * _KEY_STRIDE + token, slot, phrase.index(token))
+                         for sentence, line in enumerate(lines) for slot, phrase in enumerate(line.positive)
+                         for token in set(phrase))
+        table = torch.tensor(entries, dtype=torch.long, device=device).view(-1, 3)  # (E, 3)
+        self.occurrence_keys, self.occurrence_slots, self.occurrence_positions = table.T.contiguous()
 
     def initial_state(self, rows: int) -> ConstraintState:
         return ConstraintState(torch.zeros(rows, self.lengths.size(1), dtype=torch.long, device=self.lengths.device),
@@ -238,9 +257,11 @@ class ConstraintTracker:
         offset = position - forced_len
         partial = (free & (offset >= 0) & (offset < self.partial_len[sentences])).nonzero().squeeze(1)
         if partial.numel():
-            reached = self.partial_next[self.partial_base[sentences[partial]] + offset[partial]]  # (R', W)
+            states = (self.partial_base[sentences[partial]] + offset[partial]) * _KEY_STRIDE  # (R',)
+            starts = torch.searchsorted(self.partial_keys, states)
+            rows, entries = _expand(starts, torch.searchsorted(self.partial_keys, states + _KEY_STRIDE) - starts)
             allowed = torch.zeros(partial.numel(), scores.size(1), dtype=torch.bool, device=scores.device)
-            allowed[:, : reached.size(1)] = reached >= 0
+            allowed[rows, self.partial_keys[entries] - states[rows]] = True
             scores[partial] = scores[partial].masked_fill(~allowed, NEG_INF)
 
     def advance(self, state: ConstraintState, rows: Tensor, tokens: Tensor, sentences: Tensor) -> ConstraintState:
@@ -256,35 +277,65 @@ class ConstraintTracker:
         offset = position - forced_len
         partial = ((offset >= 0) & (offset < self.partial_len[sentences])).nonzero().squeeze(1)
         if partial.numel():
-            table = self.partial_next[self.partial_base[sentences[partial]] + offset[partial]]  # (R', W)
-            known = tokens[partial] < table.size(1)
-            reached = table.gather(1, tokens[partial].clamp(max=table.size(1) - 1).unsqueeze(1)).squeeze(1).long()
-            reached = torch.where(known & (reached >= 0), reached, offset[partial])  # a ruled-out piece: no move
+            keys = (self.partial_base[sentences[partial]] + offset[partial]) * _KEY_STRIDE + tokens[partial]
+            entries = torch.searchsorted(self.partial_keys, keys)  # the sentinel key is above every other
+            found = self.partial_keys[entries] == keys
+            reached = torch.where(found, self.partial_reached[entries], offset[partial])  # a ruled-out piece: no move
             following[partial] = forced_len[partial] + reached
         return torch.where(tokens == EOS, position, following)
 
     def choose(self, candidates: Tensor, sentences: Tensor, state: ConstraintState) -> Choice:
         """One step of constrained beam search over candidates (n, K, V), already `restrict`ed: EOS candidates
-        that `allocate` ranks within the first K finish; the first K others that it ranks go on."""
+        that `allocate` ranks within the first K finish; the first K others that it ranks go on. Only the kept
+        candidates' states are computed: the banks of all M come from `banks`, without their states, each of
+        which holds a number per phrase (n * M * P numbers, with M growing with P)."""
         n, beam_size, vocab = candidates.shape
         flat = candidates.view(n, beam_size * vocab)
         ids = self._candidate_ids(flat, sentences, state, beam_size, vocab)  # (n, M)
         scores = flat.gather(1, ids).masked_fill(repeated(ids), NEG_INF)
-        width = ids.size(1)
-        rows = (torch.arange(n, device=ids.device).unsqueeze(1) * beam_size + ids // vocab).view(-1)
-        tokens = (ids % vocab).view(-1)
-        row_sentences = sentences.repeat_interleave(width)
-        following = self.advance(state, rows, tokens, row_sentences)  # (n*M) candidates
-        met_tokens = following.progress.minimum(self.lengths[row_sentences]) * ~self.negative[row_sentences]
-        banks = met_tokens.sum(dim=1).view(n, width)
-        totals, eos = self.totals[sentences], tokens.view(n, width) == EOS
+        rows = torch.arange(n, device=ids.device).unsqueeze(1) * beam_size + ids // vocab  # (n, M)
+        tokens = ids % vocab
+        row_sentences = sentences.repeat_interleave(beam_size)
+        live = torch.isfinite(scores)  # a candidate at -inf (ruled out, or a repeat) comes last whatever its bank
+        banks = torch.zeros_like(ids)
+        banks[live] = self.banks(state, row_sentences, rows[live], tokens[live])
+        totals, eos = self.totals[sentences], tokens == EOS
         first = allocate(scores, banks, totals, beam_size)
-        met = self.complete(row_sentences, following).view(n, width).gather(1, first)
+        finishing = self.advance(state, rows.gather(1, first).view(-1), tokens.gather(1, first).view(-1), row_sentences)
+        met = self.complete(row_sentences, finishing).view(n, beam_size)
         going_scores = scores.masked_fill(eos, NEG_INF)
         going = allocate(going_scores, banks, totals, beam_size)
-        chosen = (torch.arange(n, device=ids.device).unsqueeze(1) * width + going).view(-1)
+        following = self.advance(state, rows.gather(1, going).view(-1), tokens.gather(1, going).view(-1), row_sentences)
         return Choice(scores.gather(1, first).masked_fill(~eos.gather(1, first), NEG_INF), ids.gather(1, first),
-                      going_scores.gather(1, going), ids.gather(1, going), met, following.take(chosen))
+                      going_scores.gather(1, going), ids.gather(1, going), met, following)
+
+    def banks(self, state: ConstraintState, sentences: Tensor, rows: Tensor, tokens: Tensor) -> Tensor:
+        """(N,) the positive-phrase tokens met after each of rows (N,) emits its token (N,): what `advance` would
+        give, summed, in memory linear in N; sentences (R,) are those of the state's rows. A token leaves each
+        phrase it is not in as any such token would (a full match kept, or undone if the token is glued to an open
+        end, or a partial one lost), so each row's sums after a glued and after an unglued token hold for all of
+        them; only the phrases that hold the token (`_occurrences`) are looked up one by one."""
+        lengths, positive, open_ends = self.lengths[sentences], ~self.negative[sentences], self.open_ends[sentences]
+        progress = state.progress  # (R, P)
+        met = progress > lengths
+        unglued_sums = (lengths * ((met | (progress == lengths)) & positive)).sum(dim=1)
+        glued_sums = (lengths * ((met | ((progress == lengths) & ~open_ends)) & positive)).sum(dim=1)
+        glued = torch.zeros_like(tokens, dtype=torch.bool) if self.glued is None else self.glued[tokens]
+        sums = torch.where(glued, glued_sums[rows], unglued_sums[rows])
+        pairs, slots, positions = self._occurrences(sentences[rows], tokens)
+        parents = rows[pairs]
+        length, matched = lengths[parents, slots], progress[parents, slots]
+        kept = (matched > length) | ((matched == length) & ~(open_ends[parents, slots] & glued[pairs]))
+        reached = self.transitions[sentences[parents], slots, matched.minimum(length), positions]
+        return sums.index_add(0, pairs, reached.minimum(length) * ~kept)
+
+    def _occurrences(self, sentences: Tensor, tokens: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """The positive phrases that hold each row's token: (row, slot, the token's first position in the phrase)
+        for each."""
+        keys = sentences * _KEY_STRIDE + tokens
+        starts = torch.searchsorted(self.occurrence_keys, keys)
+        pairs, entries = _expand(starts, torch.searchsorted(self.occurrence_keys, keys, right=True) - starts)
+        return pairs, self.occurrence_slots[entries], self.occurrence_positions[entries]
 
     def _candidate_ids(self, flat: Tensor, sentences: Tensor, state: ConstraintState, beam_size: int,
                        vocab: int) -> Tensor:
@@ -321,15 +372,26 @@ class ConstraintTracker:
         return torch.where(unmet, tokens, -1)
 
 
-def _partial_table(lines: Sequence[Constraints]) -> Tensor:
-    """(G, W) for every byte offset into every line's partial word (G in all, in line order): the offset each piece
-    leads to, -1 for a piece that does not agree with the bytes left; W is one more than the largest such piece."""
+def _partial_table(lines: Sequence[Constraints]) -> tuple[Tensor, Tensor]:
+    """The moves through every line's partial word, sparse (a table of byte offsets by pieces would hold the
+    vocabulary size times the word's length): keys (E+1,) state * stride + piece, sorted, where the states number
+    every byte offset of every line's word in line order; and reached (E+1,), the offset each move leads to. The
+    last entry is a sentinel above every key, so that a search for any key lands on an entry."""
     moves = [(offset, tokens, written) for line in lines for offset, (tokens, written) in enumerate(line.partial)]
-    width = 1 + max((int(tokens.max()) for _, tokens, _ in moves if tokens.numel()), default=0)
-    table = torch.full((len(moves), width), -1, dtype=torch.int16)
-    for state, (offset, tokens, written) in enumerate(moves):
-        table[state, tokens] = (offset + written).to(torch.int16)
-    return table
+    counts = torch.tensor([len(tokens) for _, tokens, _ in moves], dtype=torch.long)
+    states = torch.repeat_interleave(torch.arange(len(moves)), counts)
+    offsets = torch.repeat_interleave(torch.tensor([offset for offset, _, _ in moves], dtype=torch.long), counts)
+    tokens = torch.cat([torch.zeros(0, dtype=torch.long), *(tokens for _, tokens, _ in moves)])
+    written = torch.cat([torch.zeros(0, dtype=torch.long), *(written for _, _, written in moves)])
+    keys, order = torch.cat([states * _KEY_STRIDE + tokens, torch.tensor([2**62])]).sort()
+    return keys, torch.cat([offsets + written, torch.tensor([-1])])[order]
+
+
+def _expand(starts: Tensor, counts: Tensor) -> tuple[Tensor, Tensor]:
+    """Ranges of entries, one per owner (starts (N,), counts (N,)), as pairs: (owners, entries), both (sum(counts),)."""
+    owners = torch.repeat_interleave(torch.arange(len(starts), device=starts.device), counts)
+    firsts = counts.cumsum(0) - counts
+    return owners, starts[owners] + torch.arange(len(owners), device=starts.device) - firsts[owners]
 
 
 class PieceTable:
@@ -346,6 +408,17 @@ class PieceTable:
             surface = bytes([int(piece[1:-1], 16)]) if processor.is_byte(index) else piece.replace("▁", " ").encode()
             self.by_surface.setdefault(surface, []).append(index)
         self.surfaces = sorted(self.by_surface)
+        self.children: list[dict[int, int]] = [{}]  # a trie of the surfaces: node -> {next byte: node}; 0 is the root
+        self.ids: list[list[int]] = [[]]  # the pieces whose surface ends at each node
+        for surface, ids in self.by_surface.items():
+            node = 0
+            for byte in surface:
+                if byte not in self.children[node]:
+                    self.children[node][byte] = len(self.children)
+                    self.children.append({})
+                    self.ids.append([])
+                node = self.children[node][byte]
+            self.ids[node] = ids
 
     def word_ends(self, vocab_size: int) -> WordEnds:
         glued, open_ = torch.zeros(vocab_size, dtype=torch.bool), torch.zeros(vocab_size, dtype=torch.bool)
@@ -355,35 +428,53 @@ class PieceTable:
                 glued[ids], open_[ids] = _inside_word(text[0]), _inside_word(text[-1])
         return WordEnds(glued, open_)
 
+    def moves_through(self, word: bytes) -> list[tuple[list[int], list[int]]]:
+        """`moves(word[offset:])` for every byte offset into `word`. Each walks down the trie from its offset, no
+        deeper than the longest piece, so the whole costs len(word) times that length (plus the moves found),
+        not the cube of len(word) that testing every prefix of every rest would."""
+        return [self.moves(word, offset) for offset in range(len(word))]
+
+    def moves(self, word: bytes, offset: int = 0) -> tuple[list[int], list[int]]:
+        """(tokens, bytes written) with rest = word[offset:]: the pieces that write a proper prefix of rest, and
+        those that start with all of rest (writing all of it, whatever they add)."""
+        tokens, written, node = [], [], 0
+        for end in range(offset, len(word)):
+            node = self.children[node].get(word[end])
+            if node is None:  # no piece writes this much of rest, so none writes more or starts with all of it
+                break
+            if end + 1 < len(word):
+                tokens.extend(self.ids[node])
+                written.extend([end + 1 - offset] * len(self.ids[node]))
+        else:
+            starting = self._starting_with(word[offset:])  # rest is no longer than a piece here
+            tokens.extend(starting)
+            written.extend([len(word) - offset] * len(starting))
+        return tokens, written
+
     @functools.lru_cache(maxsize=1024)  # noqa: B019 (one table per Translator, kept as long as it is)
-    def moves(self, rest: bytes) -> tuple[Tensor, Tensor]:
-        """(tokens, bytes written): the pieces that write a proper prefix of `rest`, and those that start with all
-        of `rest` (writing all of it, whatever they add)."""
-        tokens, written = [], []
-        for end in range(1, len(rest)):
-            for index in self.by_surface.get(rest[:end], ()):
-                tokens.append(index)
-                written.append(end)
-        position = bisect.bisect_left(self.surfaces, rest)
+    def _starting_with(self, rest: bytes) -> tuple[int, ...]:
+        """The pieces whose surface starts with `rest`, in the order of their surfaces (a short rest such as a space
+        starts many: cached)."""
+        tokens, position = [], bisect.bisect_left(self.surfaces, rest)
         while position < len(self.surfaces) and self.surfaces[position].startswith(rest):
             tokens.extend(self.by_surface[self.surfaces[position]])
-            written.extend([len(rest)] * len(self.by_surface[self.surfaces[position]]))
             position += 1
-        return torch.tensor(tokens, dtype=torch.long), torch.tensor(written, dtype=torch.long)
+        return tuple(tokens)
 
 
-def completable(moves: list[tuple[Tensor, Tensor]]) -> tuple[tuple[Tensor, Tensor], ...]:
+def completable(moves: list[tuple[list[int], list[int]]]) -> tuple[tuple[Tensor, Tensor], ...]:
     """Keep only the moves through a partial word (per byte offset: tokens, bytes written) that lead to an offset
     from which the word can still be finished: "▁the" writes the start of " then", but a word vocabulary has no
-    piece that goes on with "n"."""
+    piece that goes on with "n". Lists in, tensors out: a tensor operation per offset would cost more than the
+    rest of a long word's encoding."""
     finishable = [False] * len(moves) + [True]
-    kept: list[tuple[Tensor, Tensor]] = [(torch.zeros(0, dtype=torch.long),) * 2] * len(moves)
+    kept: list[tuple[list[int], list[int]]] = [([], [])] * len(moves)
     for offset in reversed(range(len(moves))):
-        tokens, written = moves[offset]
-        leads = torch.tensor([finishable[offset + count] for count in written.tolist()], dtype=torch.bool)
-        kept[offset] = (tokens[leads], written[leads])
-        finishable[offset] = bool(leads.any())
-    return tuple(kept)
+        leading = [(token, count) for token, count in zip(*moves[offset]) if finishable[offset + count]]
+        kept[offset] = ([token for token, _ in leading], [count for _, count in leading])
+        finishable[offset] = bool(leading)
+    return tuple((torch.tensor(tokens, dtype=torch.long), torch.tensor(written, dtype=torch.long))
+                 for tokens, written in kept)
 
 
 def _inside_word(character: str) -> bool:
@@ -434,7 +525,7 @@ class ConstraintEncoder:
         if self.collapses_spaces:  # the NFKC rules drop leading spaces and squeeze the others into one
             spaces = " " if head and spaces else ""
         rest = (" " if self.dummy_prefix and not head else "").encode() + (spaces.encode() + self._normalized(word))
-        return forced, completable([self.pieces.moves(rest[offset:]) for offset in range(len(rest))])
+        return forced, completable(self.pieces.moves_through(rest))
 
     def _normalized(self, word: str) -> bytes:
         """The word as the subword model's normalization rule writes it (unchanged under `identity`)."""

@@ -185,7 +185,23 @@ def test_config_errors(run: Path, tmp_path: Path):
     assert_error(nmtkit(*args, "--config", bad_yaml), "bad.yaml", "not valid YAML")
     assert_error(nmtkit(*args, "--set", "train.lrate=1"), "train.lrate", "known keys")
     assert_error(nmtkit(*args, "--set", "train.lr=fast"), "train.lr", "float")
+    assert_error(nmtkit(*args, "--set", "train.lr=.nan"), "train.lr", "finite")
     assert not (tmp_path / "r" / "last.pt").exists()
+
+
+@pytest.mark.parametrize("setting, needles", [
+    ("decode.max_len_a=1e39", ["decode.max_len_a", "1000"]),
+    ("decode.max_len_a=inf", ["decode.max_len_a", "finite"]),
+    ("decode.alpha=nan", ["decode.alpha", "finite"]),
+    ("decode.min_len=99999999999999999999999", ["decode.min_len", "too large"]),
+])
+def test_numbers_that_are_not_finite_or_out_of_range(run: Path, setting: str, needles: list[str]):
+    """Once an OverflowError traceback (max_len_a 1e39 or infinite) and a translation scored NaN (alpha NaN)."""
+    assert_error(nmtkit("translate", "-m", str(run / "model.pt"), "--set", setting, stdin="a b\n"), *needles)
+    flag, value = setting.removeprefix("decode.").split("=")
+    if flag in ("max_len_a", "alpha"):  # the flag too: typer reads nan and inf as floats
+        assert_error(nmtkit("translate", "-m", str(run / "model.pt"), f"--{flag.replace('_', '-')}", value,
+                            stdin="a b\n"), *needles)
 
 
 def test_prepare_keeps_prepared_data_unless_told_to_overwrite(run: Path, tmp_path: Path):

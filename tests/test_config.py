@@ -3,6 +3,8 @@ into a section."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from nmtkit.config import (
@@ -10,10 +12,13 @@ from nmtkit.config import (
     DecodeConfig,
     TrainConfig,
     apply_overrides,
+    check_numbers,
     data_config,
+    from_dict,
     help_for,
     load_yaml,
     merge_flags,
+    option,
 )
 from nmtkit.errors import NmtkitError
 from nmtkit.run_config import build_config
@@ -141,3 +146,63 @@ def test_data_config_reads_the_file_then_the_flags_then_the_overrides(tmp_path):
     assert data_config(None, [], subword=None) == DataConfig()
     with pytest.raises(NmtkitError, match="data.vocab"):
         data_config(None, ["vocab=3"])
+
+
+@pytest.mark.parametrize("data, key", [
+    ({"train": {"lr": float("nan")}}, "train.lr"),
+    ({"train": {"max_time": "inf"}}, "train.max_time"),
+    ({"decode": {"alpha": "NaN"}}, "decode.alpha"),
+    ({"decode": {"word_penalty": float("-inf")}}, "decode.word_penalty"),
+    ({"decode": {"max_len_b": float("inf")}}, "decode.max_len_b"),
+    ({"model": {"dropout": float("nan")}}, "model.dropout"),
+])
+def test_infinity_and_nan_are_errors_naming_the_key(data, key):
+    with pytest.raises(NmtkitError, match=rf"{key}: expected (a finite number|int)"):
+        build_config(data)
+
+
+def test_infinity_and_nan_are_errors_in_every_section():
+    with pytest.raises(NmtkitError, match="data.max_ratio: expected a finite number"):
+        data_config(None, ["max_ratio=.nan"])
+
+
+@pytest.mark.parametrize("data, key", [
+    ({"decode": {"max_len_b": 10**40}}, "decode.max_len_b: .* too large"),
+    ({"decode": {"max_len_b": 1e39}}, "decode.max_len_b: .* too large"),  # a JSON request's 1e39 is a float
+    ({"train": {"seed": -(2**64)}}, "train.seed: .* too large"),
+    ({"train": {"max_time": 10**400}}, "train.max_time: .* too large"),  # beyond any float
+    ({"decode": {"max_len_a": 1e39}}, r"decode.max_len_a: must be in \[0, 1000\]"),
+    ({"decode": {"max_len_a": -0.5}}, r"decode.max_len_a: must be in \[0, 1000\]"),
+    ({"decode": {"beam": 5000}}, r"decode.beam: must be in \[1, 1024\]"),
+    ({"decode": {"min_len": 10**7}}, "decode.min_len"),
+    ({"decode": {"alpha": 1e6}}, "decode.alpha"),
+])
+def test_numbers_out_of_range_are_errors_naming_the_key(data, key):
+    with pytest.raises(NmtkitError, match=key):
+        build_config(data)
+
+
+def test_numbers_at_the_ends_of_their_range_are_accepted():
+    config = build_config({"decode": {"max_len_a": 1000, "max_len_b": -1_000_000, "beam": 1024, "alpha": 0},
+                           "train": {"seed": 2**63 - 1}})
+    assert (config.decode.max_len_a, config.decode.max_len_b, config.decode.beam) == (1000.0, -1_000_000, 1024)
+    assert config.train.seed == 2**63 - 1
+
+
+def test_an_optional_number_is_none_or_checked_as_a_number():
+    @dataclasses.dataclass
+    class Optional:
+        value: float | None = option(None, "a number, or none")
+
+    assert from_dict(Optional, {"value": None}).value is None
+    assert from_dict(Optional, {"value": "0.5"}).value == 0.5
+    with pytest.raises(NmtkitError, match="value: expected a finite number"):
+        from_dict(Optional, {"value": "nan"})
+
+
+def test_check_numbers_checks_a_config_built_without_from_dict():
+    check_numbers(DecodeConfig(alpha=0.6, max_len_a=2.0))
+    with pytest.raises(NmtkitError, match="decode.alpha: expected a finite number"):
+        check_numbers(DecodeConfig(alpha=float("nan")), "decode.")
+    with pytest.raises(NmtkitError, match=r"max_len_a: must be in \[0, 1000\]"):
+        check_numbers(DecodeConfig(max_len_a=1e39))
