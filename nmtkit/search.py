@@ -3,7 +3,8 @@
 Beam search keeps all sentences and beams of a batch in one tensor of B*K rows. Finished sentences leave the
 batch, and Memory/State are reordered generically with `index_select` on their batch dimension (Memory tensors
 that a model keeps at one row per sentence, see `EncoderDecoder.beam_memory`, by sentence). Lines may carry lexical
-and prefix constraints: the same search then ranks its candidates by dynamic beam allocation (`nmtkit.constraints`).
+and prefix constraints: the same search then ranks its candidates by dynamic beam allocation
+(`nmtkit.constraint_tracker`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from dataclasses import dataclass, replace
 import torch
 from torch import Tensor
 
-from nmtkit.constraints import Choice, Constraints, ConstraintState, ConstraintTracker, WordEnds
+from nmtkit.constraint_tracker import Choice, ConstraintState, ConstraintTracker
+from nmtkit.constraints import Constraints, WordEnds
 from nmtkit.data.subword import BOS, EOS
 from nmtkit.hypotheses import Hypothesis, LengthPenalty, length_limits
 from nmtkit.models.base import EncoderDecoder
@@ -228,8 +230,8 @@ def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: T
     sentence finishes.
 
     `constraints` (one per sentence, None for none) turns on constrained search for those sentences (see
-    `nmtkit.constraints`): every hypothesis returned for them meets them (positive phrases as whole words, given the
-    target vocabulary's `word_ends`). Where none could within the length limit, the sentence is searched again
+    `nmtkit.constraint_tracker`): every hypothesis returned for them meets them (positive phrases as whole words,
+    given the target vocabulary's `word_ends`). Where none could within the length limit, the sentence is searched again
     without them, and its hypotheses say so (`constraints_met` False).
 
     `check` is called before each decoding step: it stops the search by raising (`nmtkit serve`'s time budget).

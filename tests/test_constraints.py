@@ -1,6 +1,7 @@
-"""Tests for nmtkit/constraints.py and constrained beam search: the search parts alone (phrase tracking, bank
-allocation), the search against exhaustive search on fixed-probability tables, invariants on random models of every
-registered architecture, and the text side (phrases and prefixes encoded with real SentencePiece models)."""
+"""Tests for nmtkit/constraints.py, nmtkit/constraint_tracker.py and constrained beam search: the search parts
+alone (phrase tracking, bank allocation), the search against exhaustive search on fixed-probability tables,
+invariants on random models of every registered architecture, and the text side (phrases and prefixes encoded with
+real SentencePiece models)."""
 
 from __future__ import annotations
 
@@ -16,20 +17,22 @@ from test_models import NAMES, encoded, make_model
 from test_search import EMPTY_FIRST, LENGTH_CASE, MISLEADING, PENALTIES, FixedDecoder, sources, table
 
 from nmtkit.config import DataConfig
-from nmtkit.constraints import (
-    ConstraintEncoder,
-    Constraints,
+from nmtkit.constraint_tracker import (
     ConstraintState,
     ConstraintTracker,
-    PieceTable,
-    WordEnds,
     advance_phrases,
     allocate,
-    completable,
-    constrained_limits,
     phrase_transitions,
     rank_within,
     repeated,
+)
+from nmtkit.constraints import (
+    ConstraintEncoder,
+    Constraints,
+    PieceTable,
+    WordEnds,
+    completable,
+    constrained_limits,
     split_prefix,
 )
 from nmtkit.data.subword import EOS, train_subword
@@ -148,7 +151,7 @@ def test_a_step_with_800_constraints_advances_only_the_kept_candidates(monkeypat
         advanced.append(args[6].size(0))  # progress (N, P): N rows advanced
         return advance_phrases(*args)
 
-    monkeypatch.setattr("nmtkit.constraints.advance_phrases", recording)
+    monkeypatch.setattr("nmtkit.constraint_tracker.advance_phrases", recording)
     tracker = ConstraintTracker([Constraints(positive=tuple((5 + index,) for index in range(800)))],
                                 torch.device("cpu"))
     state, sentences = tracker.initial_state(16), torch.zeros(1, dtype=torch.long)
@@ -166,7 +169,7 @@ def test_a_40000_byte_partial_word_is_followed_to_its_end():
     both, last = (torch.tensor([5, piece]), torch.tensor([1, 2])), (torch.tensor([5]), torch.tensor([1]))
     partial = (both,) * (size - 1) + (last,)  # 5 writes a byte, `piece` two
     tracker = ConstraintTracker([Constraints(partial=partial)], torch.device("cpu"))
-    assert tracker.partial_keys.numel() == 2 * size  # 2 moves an offset but the last, and a sentinel
+    assert tracker.prefix.partial_keys.numel() == 2 * size  # 2 moves an offset but the last, and a sentinel
     state = ConstraintState(torch.zeros(2, 1, dtype=torch.long), torch.tensor([size - 3, size - 1]))
     scores = torch.zeros(2, 1, piece + 1)
     tracker.restrict(scores, torch.tensor([0, 0]), state, torch.zeros(2, dtype=torch.bool))
