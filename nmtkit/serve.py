@@ -28,9 +28,9 @@ from pathlib import Path
 
 from aiohttp import web
 
-from nmtkit.config import option
 from nmtkit.errors import NmtkitError
 from nmtkit.inputs import Request, parse_record
+from nmtkit.serve_config import ServeConfig
 from nmtkit.translate import ExportedTranslator, Translator
 
 log = logging.getLogger(__name__)
@@ -40,29 +40,6 @@ MAX_BODY = 4 * 1024 * 1024  # bytes of one request body: far more than max_sente
 # the search options a request may set, with their JSON types (a bool is not a number here)
 REQUEST_OPTIONS = {"beam": int, "nbest": int, "length_penalty": str, "alpha": float, "min_len": int,
                    "max_len_a": float, "max_len_b": int, "tgt_lang": str}
-
-
-@dataclass
-class ServeConfig:
-    """Where the service listens, what it accepts, and how it batches."""
-
-    host: str = option("127.0.0.1", "address to listen on (0.0.0.0: every interface)")
-    port: int = option(8080, "port to listen on (0: any free port, logged on start)")
-    max_sentences: int = option(256, "most sentences in one request")
-    max_tokens: int = option(0, "most source subwords in one sentence (0: what the model's positions allow)")
-    max_beam: int = option(16, "largest beam a request may ask for")
-    batch_tokens: int = option(6000, "source subwords gathered from concurrent requests into one translation call")
-    batch_wait_ms: float = option(5.0, "how long the worker waits for more requests after the first one")
-    shutdown_timeout: float = option(60.0, "seconds a stop waits for requests being translated")
-
-    def __post_init__(self):
-        if not 0 <= self.port <= 65535:
-            raise NmtkitError(f"--port {self.port} is not a port number (0-65535)")
-        if min(self.max_sentences, self.max_beam, self.batch_tokens) < 1 or self.max_tokens < 0:
-            raise NmtkitError("--max-sentences, --max-beam and --batch-tokens must be at least 1, --max-tokens at "
-                              "least 0")
-        if self.batch_wait_ms < 0 or self.shutdown_timeout < 0:
-            raise NmtkitError("--batch-wait-ms and --shutdown-timeout must be at least 0")
 
 
 class BadRequest(Exception):
