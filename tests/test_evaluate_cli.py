@@ -76,6 +76,9 @@ def test_compare_runs_a_paired_bootstrap(files):
         assert comparison["system"] == scores[name]["score"]
     text = evaluate("--hyp", files["hyp"], "--ref", files["ref"], "--compare", files["base"]).stdout
     assert "paired bootstrap (1000 resamples, seed 12345): p = " in text
+    seeded = evaluate("--hyp", files["hyp"], "--ref", files["ref"], "--compare", files["base"], "--samples", "20",
+                      "--seed", "7", "--metrics", "bleu").stdout
+    assert "paired bootstrap (20 resamples, seed 7): p = " in seeded  # --seed: a config field, so a flag
 
 
 @pytest.mark.parametrize(("args", "needle"), [
