@@ -18,8 +18,11 @@ from typing import Annotated
 
 import typer
 
+from nmtkit.cli_options import ConfigValues, config_options
 from nmtkit.config import DataConfig, DecodeConfig, TrainConfig, help_for
 from nmtkit.errors import NmtkitError
+from nmtkit.evaluate_config import EvaluateConfig
+from nmtkit.serve_config import ServeConfig
 from nmtkit.version import __version__
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -202,6 +205,7 @@ def _open_lines(path: Path | None):
 
 @app.command()
 @handle_errors
+@config_options("decode", DecodeConfig, skip=("dtype",), given_only=True)  # dtype: --fp16, --bf16
 def translate(
     model: Annotated[list[Path], typer.Option("--model", "-m", help="checkpoint (repeat for an ensemble), or a "
                                               "directory written by nmtkit export")],
@@ -209,29 +213,12 @@ def translate(
     input_format: Annotated[str, typer.Option(
         help="text: one sentence a line; tsv: source<TAB>phrase<TAB>... (phrases the translation must contain); "
              'jsonl: {"text": ..., "constraints": [...], "negative": [...], "prefix": ...} a line')] = "text",
-    tgt_lang: Annotated[str | None, typer.Option(help=help_for(DecodeConfig, "tgt_lang"))] = None,
-    beam: Annotated[int | None, typer.Option(help=help_for(DecodeConfig, "beam"))] = None,
+    *,
+    decode: ConfigValues,
     greedy: Annotated[bool, typer.Option(help="greedy search (same as --beam 1)")] = False,
-    batch_tokens: Annotated[int | None, typer.Option(help=help_for(DecodeConfig, "batch_tokens"))] = None,
-    buffer_size: Annotated[int | None, typer.Option(help=help_for(DecodeConfig, "buffer_size"))] = None,
-    length_penalty: Annotated[str | None, typer.Option(help=help_for(DecodeConfig, "length_penalty"))] = None,
-    alpha: Annotated[float | None, typer.Option(help=help_for(DecodeConfig, "alpha"))] = None,
-    beta: Annotated[float | None, typer.Option(help=help_for(DecodeConfig, "beta"))] = None,
-    word_penalty: Annotated[float | None, typer.Option(help=help_for(DecodeConfig, "word_penalty"))] = None,
-    coverage_penalty: Annotated[float | None, typer.Option(help=help_for(DecodeConfig, "coverage_penalty"))] = None,
-    min_len: Annotated[int | None, typer.Option(help=help_for(DecodeConfig, "min_len"))] = None,
-    stop_finished: Annotated[int | None, typer.Option(help=help_for(DecodeConfig, "stop_finished"))] = None,
-    max_len_a: Annotated[float | None, typer.Option(help=help_for(DecodeConfig, "max_len_a"))] = None,
-    max_len_b: Annotated[int | None, typer.Option(help=help_for(DecodeConfig, "max_len_b"))] = None,
-    nbest: Annotated[int | None, typer.Option(help=help_for(DecodeConfig, "nbest"))] = None,
     scores: Annotated[bool, typer.Option(help="append ` ||| score` to each output line")] = False,
     alignment: Annotated[bool, typer.Option(help="append ` ||| i-j ...` word links from attention")] = False,
     average: Annotated[int, typer.Option(help="average the weights of the last N checkpoint_<step>.pt of the run")] = 0,
-    sample: Annotated[bool, typer.Option(help=help_for(DecodeConfig, "sample"))] = False,
-    temperature: Annotated[float | None, typer.Option(help=help_for(DecodeConfig, "temperature"))] = None,
-    top_k: Annotated[int | None, typer.Option(help=help_for(DecodeConfig, "top_k"))] = None,
-    top_p: Annotated[float | None, typer.Option(help=help_for(DecodeConfig, "top_p"))] = None,
-    seed: Annotated[int | None, typer.Option(help=help_for(DecodeConfig, "seed"))] = None,
     fp16: Annotated[bool, typer.Option("--fp16", help="half precision (for GPUs)")] = False,
     bf16: Annotated[bool, typer.Option("--bf16", help="bfloat16 (GPUs; CPUs with AVX512-BF16/AMX)")] = False,
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N")] = "auto",
@@ -242,18 +229,15 @@ def translate(
     """Translate lines from stdin (or --input) to stdout, one output line per input line (K with --nbest K).
 
     Decoding settings not given here are the model's own (its config's decode section)."""
-    from nmtkit.config import apply_overrides, merge_flags
     from nmtkit.inputs import check_format
     from nmtkit.translate import Translator, translate_stream
 
     check_format(input_format)
-    flags = {"beam": 1 if greedy else beam, "batch_tokens": batch_tokens, "buffer_size": buffer_size,
-             "length_penalty": length_penalty, "alpha": alpha, "beta": beta, "word_penalty": word_penalty,
-             "coverage_penalty": coverage_penalty, "min_len": min_len, "stop_finished": stop_finished,
-             "max_len_a": max_len_a, "max_len_b": max_len_b, "nbest": nbest,
-             "dtype": "float16" if fp16 else "bfloat16" if bf16 else None, "sample": sample or None,
-             "temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed, "tgt_lang": tgt_lang}
-    decode = apply_overrides({"decode": merge_flags({}, **flags)}, overrides or [])["decode"]
+    if greedy:
+        decode["beam"] = 1
+    if fp16 or bf16:
+        decode["dtype"] = "float16" if fp16 else "bfloat16"
+    decode = _sections({"decode": decode}, overrides)["decode"]
     translator = Translator.load(model, device, threads, average, inter_threads, **decode)
     if alignment and translator.decode.nbest > 1:
         raise NmtkitError("--alignment prints the links of the best translation; it does not combine with --nbest")
@@ -261,6 +245,20 @@ def translate(
                                  "<stdin>" if input is None else str(input)):
         sys.stdout.write(text)
         sys.stdout.flush()
+
+
+def _sections(values: dict[str, dict], overrides: list[str] | None) -> dict[str, dict]:
+    """The command line's values of each config section, with `--set section.key=value` applied; a section that
+    this command has not is an error, not a setting silently ignored."""
+    from nmtkit.config import apply_overrides
+
+    known = list(values)
+    sections = apply_overrides(values, overrides or [])
+    unknown = [name for name, keys in sections.items() if name not in known or not isinstance(keys, dict)]
+    if unknown:
+        raise NmtkitError(f"--set {unknown[0]}...: this command sets keys of the {' and '.join(known)} section"
+                          f"{'s' if len(known) > 1 else ''} only (--set {known[-1]}.key=value)")
+    return sections
 
 
 @app.command()
@@ -287,33 +285,13 @@ def export(
 
 @app.command()
 @handle_errors
+@config_options("settings", ServeConfig)
+@config_options("decode", DecodeConfig, only=("beam",), given_only=True)
 def serve(
     model: Annotated[Path, typer.Option("--model", "-m", help="checkpoint, or a directory written by nmtkit export")],
-    host: Annotated[str, typer.Option(help="address to listen on (0.0.0.0: every interface)")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="port to listen on (0: any free port, logged on start)")] = 8080,
-    beam: Annotated[int | None, typer.Option(help="default beam size (default: the model's)")] = None,
-    max_sentences: Annotated[int, typer.Option(help="most sentences in one request")] = 256,
-    max_tokens: Annotated[int, typer.Option(help="most subwords in one sentence (0: what the model allows)")] = 0,
-    max_beam: Annotated[int, typer.Option(help="largest beam a request may ask for")] = 16,
-    batch_tokens: Annotated[int, typer.Option(help="subwords of concurrent requests translated together")] = 6000,
-    batch_wait_ms: Annotated[float, typer.Option(help="wait for more requests after one arrives")] = 5.0,
-    max_output_tokens: Annotated[int | None, typer.Option(
-        help="most output subwords a request may ask for in one sentence (min_len; max_len_a, max_len_b)")] = None,
-    max_alpha: Annotated[float | None, typer.Option(help="largest |alpha| a request may ask for")] = None,
-    max_constraints: Annotated[int | None, typer.Option(
-        help="most constraints and negative phrases in one sentence")] = None,
-    max_constraint_bytes: Annotated[int | None, typer.Option(
-        help="most bytes of one sentence's constraints, negative phrases and prefix")] = None,
-    max_request_constraints: Annotated[int | None, typer.Option(
-        help="most constraints and negative phrases in one request")] = None,
-    max_request_constraint_bytes: Annotated[int | None, typer.Option(
-        help="most bytes of constraints, negative phrases and prefixes in one request")] = None,
-    time_budget: Annotated[float | None, typer.Option(
-        help="seconds one translation call may run before it is stopped and answered 503")] = None,
-    client_timeout: Annotated[float | None, typer.Option(
-        help="seconds a client has to send its headers, then its body")] = None,
-    max_connections: Annotated[int | None, typer.Option(
-        help="most open connections; more are answered 503")] = None,
+    *,
+    settings: ConfigValues,
+    decode: ConfigValues,
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N")] = "auto",
     threads: Annotated[int, typer.Option(help="CPU threads (0 = all cores)")] = 0,
     inter_threads: Annotated[int, typer.Option(help=INTER_THREADS_HELP)] = 1,
@@ -321,67 +299,34 @@ def serve(
 ) -> None:
     """Serve translations over HTTP: POST /translate {"sentences": [...]} -> {"translations": [...]}, GET /health.
 
-    Concurrent requests are translated together; SIGTERM or Ctrl-C answers the requests received and exits 0."""
-    from nmtkit.config import apply_overrides
-    from nmtkit.serve import ServeConfig, serve_model
+    Concurrent requests are translated together; SIGTERM or Ctrl-C answers the requests received and exits 0.
+    Decoding settings not given here are the model's own (its config's decode section)."""
+    from nmtkit.config import from_dict
+    from nmtkit.serve import serve_model
 
-    limits = {"max_output_tokens": max_output_tokens, "max_alpha": max_alpha, "max_constraints": max_constraints,
-              "max_constraint_bytes": max_constraint_bytes, "max_request_constraints": max_request_constraints,
-              "max_request_constraint_bytes": max_request_constraint_bytes, "time_budget": time_budget,
-              "client_timeout": client_timeout, "max_connections": max_connections}
-    config = ServeConfig(host=host, port=port, max_sentences=max_sentences, max_tokens=max_tokens, max_beam=max_beam,
-                         batch_tokens=batch_tokens, batch_wait_ms=batch_wait_ms,
-                         **{name: value for name, value in limits.items() if value is not None})
-    decode = apply_overrides({"decode": {} if beam is None else {"beam": beam}}, overrides or [])["decode"]
-    serve_model(model, config, device, threads, inter_threads, **decode)
+    sections = _sections({"serve": settings, "decode": decode}, overrides)
+    serve_model(model, from_dict(ServeConfig, sections["serve"], "serve."), device, threads, inter_threads,
+                **sections["decode"])
 
 
 @app.command()
 @handle_errors
+@config_options("settings", EvaluateConfig)
 def evaluate(
     hyp: Annotated[str, typer.Option(help="hypothesis file, or - for stdin")],
     ref: Annotated[list[Path], typer.Option(help="reference file (repeat for several references)")],
-    metrics: Annotated[str, typer.Option(help="comma-separated: bleu, chrf, chrf++, ter, wer, cer, mer, wil, wip, "
-                                              "edit")] = "bleu,chrf",
-    device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N")] = "auto",
-    sentence: Annotated[bool, typer.Option(help="also print each sentence's scores")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="print one JSON object keyed by metric")] = False,
     compare: Annotated[Path | None, typer.Option(help="baseline hypotheses: paired bootstrap test against them",
                                                  dir_okay=False)] = None,
-    samples: Annotated[int, typer.Option(help="bootstrap resamples for --compare")] = 1000,
-    lowercase: Annotated[bool, typer.Option(help="case-insensitive BLEU and chrF")] = False,
-    lang: Annotated[str | None, typer.Option(help="target language (zh, ja, ko, th, de_DE...) for BLEU's default "
-                                                  "tokenizer; default: the first --ref file's suffix")] = None,
-    tokenize: Annotated[str | None, typer.Option(help="sacrebleu BLEU tokenizer (default: 13a, or the "
-                                                      "language's)")] = None,
-    smooth: Annotated[str, typer.Option(help="BLEU smoothing: exp, floor, add-k, none")] = "exp",
-    smooth_value: Annotated[float | None, typer.Option(help="BLEU floor or add-k value (default 0.1 or 1)")] = None,
-    max_ngram_order: Annotated[int, typer.Option(help="BLEU's maximum n-gram order")] = 4,
-    chrf_char_order: Annotated[int, typer.Option(help="chrF character n-gram order")] = 6,
-    chrf_word_order: Annotated[int, typer.Option(help="chrF word n-gram order (chrf++ is 2)")] = 0,
-    chrf_beta: Annotated[int, typer.Option(help="chrF beta: weight of recall over precision")] = 2,
-    chrf_whitespace: Annotated[bool, typer.Option(help="keep whitespace in chrF character n-grams")] = False,
-    chrf_eps_smoothing: Annotated[bool, typer.Option(help="chrF epsilon smoothing of every order")] = False,
-    ter_normalized: Annotated[bool, typer.Option(help="TER: normalize and tokenize punctuation")] = False,
-    ter_no_punct: Annotated[bool, typer.Option(help="TER: remove punctuation")] = False,
-    ter_asian_support: Annotated[bool, typer.Option(help="TER: split CJK characters and punctuation")] = False,
-    ter_case_sensitive: Annotated[bool, typer.Option(help="TER: case-sensitive (default lowercases)")] = False,
-    edit_costs: Annotated[str, typer.Option(help="edit distance costs ins,del,sub")] = "1,1,1",
-    edit_unit: Annotated[str, typer.Option(help="edit distance over char or word")] = "char",
+    *,
+    settings: ConfigValues,
 ) -> None:
     """Score hypotheses on a torch device: BLEU, chrF and TER as sacrebleu, WER, CER, MER, WIL, WIP as jiwer, edit
     distance."""
     from nmtkit.data.corpus import read_lines
-    from nmtkit.evaluate import EvaluateConfig, evaluate_files, read_stream_lines, render
+    from nmtkit.evaluate import evaluate_files, read_stream_lines, render
 
-    config = EvaluateConfig(metrics=[name.strip() for name in metrics.split(",") if name.strip()], device=device,
-                            lowercase=lowercase, lang=lang, tokenize=tokenize, smooth=smooth, smooth_value=smooth_value,
-                            max_ngram_order=max_ngram_order, chrf_char_order=chrf_char_order,
-                            chrf_word_order=chrf_word_order, chrf_beta=chrf_beta, chrf_whitespace=chrf_whitespace,
-                            chrf_eps_smoothing=chrf_eps_smoothing, ter_normalized=ter_normalized,
-                            ter_no_punct=ter_no_punct, ter_asian_support=ter_asian_support,
-                            ter_case_sensitive=ter_case_sensitive, edit_costs=edit_costs, edit_unit=edit_unit,
-                            sentence=sentence, samples=samples)
+    config = EvaluateConfig(**settings)
     hypotheses = read_stream_lines(sys.stdin.buffer) if hyp == "-" else read_lines(hyp)
     print(render(evaluate_files(hypotheses, "<stdin>" if hyp == "-" else hyp, ref, config, compare), json_output))
 

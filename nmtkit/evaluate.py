@@ -10,75 +10,23 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import torch
 
-from nmtkit.config import option
+import nmtkit.metrics.builtin  # noqa: F401 (registers the metrics that build_metric finds)
 from nmtkit.data.corpus import decode_line, read_lines
 from nmtkit.errors import NmtkitError
-from nmtkit.metrics import Metric, bleu, chrf
-from nmtkit.metrics.bleu import DeviceBLEU
-from nmtkit.metrics.bootstrap import DEFAULT_SAMPLES, DEFAULT_SEED, paired_bootstrap
-from nmtkit.metrics.chrf import DeviceCHRF
-from nmtkit.metrics.edit import DeviceEdit, EditCosts
-from nmtkit.metrics.ter import SacrebleuTER
-from nmtkit.metrics.tokenize import default_tokenizer
-from nmtkit.metrics.wer import DeviceWER
+from nmtkit.evaluate_config import LANGUAGE_CODE, EvaluateConfig
+from nmtkit.metrics import Metric
+from nmtkit.metrics.bootstrap import paired_bootstrap
+from nmtkit.registry import get_metric
 from nmtkit.runtime import pick_device
 
-METRICS = ("bleu", "chrf", "chrf++", "ter", "wer", "cer", "mer", "wil", "wip", "edit")
-LANGUAGE_CODE = re.compile(r"[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,4})*")  # zh, yue, zh_CN, zh-Hant, es-419
 NOT_LANGUAGES = frozenset({"txt", "tsv", "csv", "hyp", "ref", "src", "tgt", "out", "tok", "bpe", "sgm", "xml", "log",
                            "gz", "xz", "bz2", "zst"})  # file suffixes that look like language codes
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class EvaluateConfig:
-    """What `nmtkit evaluate` computes and how."""
-
-    metrics: list[str] = option(["bleu", "chrf"], f"metrics to compute: {', '.join(METRICS)}")
-    device: str = option("auto", "auto (CUDA when present), cpu, cuda or cuda:N")
-    lowercase: bool = option(False, "case-insensitive BLEU and chrF")
-    lang: str | None = option(None, "target language code (zh, ja, th, de_DE...): picks BLEU's default tokenizer")
-    tokenize: str | None = option(None, "sacrebleu BLEU tokenizer: 13a (default), intl, zh, char, none, ...")
-    smooth: str = option("exp", "BLEU smoothing: exp, floor, add-k or none")
-    smooth_value: float | None = option(None, "BLEU smoothing value for floor (default 0.1) and add-k (default 1)")
-    max_ngram_order: int = option(4, "BLEU's maximum n-gram order")
-    chrf_char_order: int = option(6, "chrF character n-gram order")
-    chrf_word_order: int = option(0, "chrF word n-gram order (chrf++ is 2)")
-    chrf_beta: int = option(2, "chrF's beta: recall weighs beta times as much as precision")
-    chrf_whitespace: bool = option(False, "keep whitespace in chrF's character n-grams")
-    chrf_eps_smoothing: bool = option(False, "chrF's epsilon smoothing (chrF++.py, NLTK, Moses) for every order")
-    ter_normalized: bool = option(False, "TER: normalize and tokenize punctuation as tercom does")
-    ter_no_punct: bool = option(False, "TER: remove punctuation")
-    ter_asian_support: bool = option(False, "TER: split CJK characters and punctuation (with normalized/no-punct)")
-    ter_case_sensitive: bool = option(False, "TER: case-sensitive (sacrebleu's TER lowercases by default)")
-    edit_costs: str = option("1,1,1", "edit distance costs 'ins,del,sub' (1,1,2 is Jurafsky and Martin's)")
-    edit_unit: Literal["char", "word"] = option("char", "edit distance over characters or whitespace tokens")
-    sentence: bool = option(False, "also score each sentence (sentence BLEU uses effective order)")
-    samples: int = option(DEFAULT_SAMPLES, "paired bootstrap resamples when comparing with a baseline")
-    seed: int = option(DEFAULT_SEED, "seed of the bootstrap resampling (sacrebleu's default)")
-
-    def __post_init__(self):
-        unknown = [name for name in self.metrics if name not in METRICS]
-        if unknown or not self.metrics:
-            problem = f"unknown metric {', '.join(map(repr, unknown))}" if unknown else "no metric given"
-            raise NmtkitError(f"{problem}; choose from {', '.join(METRICS)}")
-        if self.lang is not None and not LANGUAGE_CODE.fullmatch(self.lang):
-            raise NmtkitError(f"language {self.lang!r} is not a code such as zh, ja, th or de_DE")
-        if self.edit_unit not in ("char", "word"):
-            raise NmtkitError(f"edit unit must be char or word, not {self.edit_unit!r}")
-        if self.samples < 1:
-            raise NmtkitError(f"bootstrap needs at least one resample, not {self.samples}")
-        bleu.check_options(self.smooth, self.smooth_value, self.max_ngram_order)
-        chrf.check_options(self.chrf_char_order, self.chrf_word_order, self.chrf_beta)
-        EditCosts.parse(self.edit_costs)
 
 
 def language_of(path: str | Path) -> str | None:
@@ -89,19 +37,8 @@ def language_of(path: str | Path) -> str | None:
 
 def build_metric(name: str, references: Sequence[Sequence[str]], config: EvaluateConfig,
                  device: torch.device) -> Metric:
-    """The metric called `name`, bound to the references."""
-    if name == "bleu":
-        return DeviceBLEU(references, device, config.lowercase, config.tokenize or default_tokenizer(config.lang),
-                          config.smooth, config.smooth_value, max_ngram_order=config.max_ngram_order)
-    if name in ("chrf", "chrf++"):
-        return DeviceCHRF(references, device, config.chrf_char_order, 2 if name == "chrf++" else config.chrf_word_order,
-                          config.chrf_beta, config.lowercase, config.chrf_whitespace, config.chrf_eps_smoothing)
-    if name == "ter":
-        return SacrebleuTER(references, config.ter_normalized, config.ter_no_punct, config.ter_asian_support,
-                            config.ter_case_sensitive)
-    if name in ("wer", "cer", "mer", "wil", "wip"):
-        return DeviceWER(references, device, characters=name == "cer", measure="wer" if name == "cer" else name)
-    return DeviceEdit(references, device, EditCosts.parse(config.edit_costs), config.edit_unit == "char")
+    """The metric registered as `name`, bound to the references."""
+    return get_metric(name)(name, references, config, device)
 
 
 def _check_streams(hypotheses: Sequence[str], references: Sequence[Sequence[str]],

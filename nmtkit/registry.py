@@ -1,10 +1,12 @@
-"""Small explicit registries: models, `@register_model("name", config=Cls)`, and the attention scores of the RNN
-models, `@register_score("dot")`. A name registered twice is an error; an unknown name lists the known ones.
+"""Small explicit registries: models, `@register_model("name", config=Cls)`, the attention scores of the RNN
+models, `@register_score("dot")`, and the metrics of `nmtkit evaluate`, `@register_metric("bleu")`. A name registered
+twice is an error; an unknown name lists the known ones.
 
-Models are imported explicitly in `nmtkit.models` and scores defined in `nmtkit.modules.attention`, never
-discovered by scanning folders. This module imports no other part of nmtkit but its errors, so that models and
-modules can import it without an import circle; the base class every model subclasses is defined above it, in
-`nmtkit.models.base`, and declared here with `@register_model_base`.
+Models are imported explicitly in `nmtkit.models`, scores defined in `nmtkit.modules.attention` and metric modules
+imported explicitly in `nmtkit.metrics.builtin`, never discovered by scanning folders. This module imports no other
+part of nmtkit but its errors, so that models, modules and metrics can import it without an import circle; the
+base class every model subclasses is defined above it, in `nmtkit.models.base`, and declared here with
+`@register_model_base`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class ModelEntry:
 MODELS: dict[str, ModelEntry] = {}
 MODEL_BASES: list[type] = []  # the class every registered model subclasses: EncoderDecoder
 SCORES: dict[str, Callable[..., Any]] = {}  # name -> build(query_dim, key_dim, options) -> score Module
+METRICS: dict[str, Callable[..., Any]] = {}  # name -> build(name, references, config, device) -> Metric
 
 
 def register_model_base(cls: type) -> type:
@@ -65,17 +68,23 @@ def build_model(model_config, src_vocab: int, tgt_vocab: int, shared_vocab: bool
         raise NmtkitError(f"model {model_config.name}: {error}") from error
 
 
-def register_score(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register a builder of an attention score Module under each of `names` (aliases share one builder)."""
+def _register_builder(table: dict[str, Callable[..., Any]], kind: str,
+                      names: tuple[str, ...]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator that registers a builder in `table` under each of `names` (aliases share one builder)."""
 
     def decorate(build: Callable[..., Any]) -> Callable[..., Any]:
         for name in names:
-            if name in SCORES:
-                raise ValueError(f"attention score {name!r} is registered twice")
-            SCORES[name] = build
+            if name in table:
+                raise ValueError(f"{kind} {name!r} is registered twice")
+            table[name] = build
         return build
 
     return decorate
+
+
+def register_score(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a builder of an attention score Module under each of `names` (aliases share one builder)."""
+    return _register_builder(SCORES, "attention score", names)
 
 
 def get_score(name: str) -> Callable[..., Any]:
@@ -84,3 +93,17 @@ def get_score(name: str) -> Callable[..., Any]:
     if name not in SCORES:
         raise ValueError(f"unknown attention score {name!r}; choose one of: {', '.join(SCORES)}")
     return SCORES[name]
+
+
+def register_metric(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a builder of a metric under each of `names`; the builder is called as `build(name, references,
+    config, device)` with the name asked for (so that aliases such as chrf and chrf++ share one builder), the
+    reference streams, the `EvaluateConfig` and the torch device, and returns a `nmtkit.metrics.Metric`."""
+    return _register_builder(METRICS, "metric", names)
+
+
+def get_metric(name: str) -> Callable[..., Any]:
+    """The builder registered under `name`; `nmtkit.metrics.builtin` registers the built-in metrics when imported."""
+    if name not in METRICS:
+        raise NmtkitError(f"unknown metric {name!r}; choose from {', '.join(METRICS)}")
+    return METRICS[name]

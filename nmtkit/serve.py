@@ -27,7 +27,6 @@ import asyncio
 import functools
 import json
 import logging
-import math
 import signal
 import threading
 import time
@@ -38,11 +37,11 @@ from pathlib import Path
 
 from aiohttp import web
 
-from nmtkit.config import option
 from nmtkit.errors import NmtkitError
 from nmtkit.inputs import Request
+from nmtkit.serve_config import ServeConfig
 from nmtkit.serve_connections import CappedSite
-from nmtkit.serve_requests import BadRequest, RequestLimits, check_output_lengths, parse_body, parse_request
+from nmtkit.serve_requests import BadRequest, check_output_lengths, parse_body, parse_request
 from nmtkit.translate import ExportedTranslator, Translator
 
 log = logging.getLogger(__name__)
@@ -55,34 +54,6 @@ LINGER_SECONDS = 2.0
 dumps = functools.partial(json.dumps, allow_nan=False)  # NaN and Infinity are not JSON: a 500, never such an answer
 
 
-@dataclass
-class ServeConfig(RequestLimits):
-    """Where the service listens, what it accepts (`RequestLimits`, and the limits below), and how it batches."""
-
-    host: str = option("127.0.0.1", "address to listen on (0.0.0.0: every interface)")
-    port: int = option(8080, "port to listen on (0: any free port, logged on start)")
-    max_tokens: int = option(0, "most source subwords in one sentence (0: what the model's positions allow)")
-    batch_tokens: int = option(6000, "source subwords gathered from concurrent requests into one translation call")
-    batch_wait_ms: float = option(5.0, "how long the worker waits for more requests after the first one")
-    shutdown_timeout: float = option(60.0, "seconds a stop waits for requests being translated")
-    time_budget: float = option(
-        30.0, "seconds one translation call (the requests gathered into it) may run: a search over it is stopped "
-        "before its next step and its requests get 503; a CTranslate2 call is stopped before its next batch")
-    client_timeout: float = option(
-        10.0, "seconds a client has to send a request's headers (from its connection, or its previous answer) and "
-        "then its body: a slower one gets 408 or is dropped")
-    max_connections: int = option(128, "most open connections: one more is answered 503 and closed at once")
-
-    def __post_init__(self):
-        super().__post_init__()
-        if not 0 <= self.port <= 65535:
-            raise NmtkitError(f"--port {self.port} is not a port number (0-65535)")
-        if min(self.batch_tokens, self.max_connections) < 1 or self.max_tokens < 0:
-            raise NmtkitError("--batch-tokens and --max-connections must be at least 1, --max-tokens at least 0")
-        if not self.batch_wait_ms >= 0 or not self.shutdown_timeout >= 0:
-            raise NmtkitError("--batch-wait-ms and --shutdown-timeout must be at least 0")
-        if not 0 < self.time_budget < math.inf or not 0 < self.client_timeout < math.inf:
-            raise NmtkitError("--time-budget and --client-timeout must be positive numbers of seconds")
 
 
 class TranslationFailed(Exception):

@@ -1,6 +1,6 @@
 """What one POST /translate request of `nmtkit serve` may be: its JSON body, its fields, and the limits on what it
-asks for (`RequestLimits`, part of `nmtkit.serve.ServeConfig`), each refused with a 4xx `BadRequest` that names the
-limit and its command-line flag.
+asks for (`RequestLimits`, part of `nmtkit.serve_config.ServeConfig`), each refused with a 4xx `BadRequest` that
+names the limit and its command-line flag.
 
 Numbers are those JSON allows: NaN, Infinity and numbers too large for a float are refused as they are read.
 """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -9,9 +10,16 @@ import sys
 from pathlib import Path
 
 import pytest
+import typer.rich_utils
+from cli_runner import assert_error
+from cli_runner import nmtkit as nmtkit_in_process
 from training_runs import train_losses, wait_for_step
+from typer.testing import CliRunner
 
+from nmtkit.cli import app
 from nmtkit.config import DataConfig, DecodeConfig, TrainConfig, help_for
+from nmtkit.evaluate_config import EvaluateConfig
+from nmtkit.serve_config import ServeConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 REVERSE_CONFIG = ROOT / "recipes" / "reverse" / "config.yaml"
@@ -290,6 +298,36 @@ def test_option_help_is_the_config_keys_help(monkeypatch, command: str, option: 
     rows = [line.lstrip("│ ") for line in nmtkit(command, "--help").stdout.decode().splitlines()]
     lines = [row for row in rows if row.startswith(f"{option} ")]
     assert len(lines) == 1 and help_for(section, key) in lines[0]
+
+
+def fields_of(config: type, *skip: str) -> list[tuple[type, str]]:
+    return [(config, item.name) for item in dataclasses.fields(config) if item.name not in skip]
+
+
+@pytest.mark.parametrize(("command", "keys"), [
+    ("translate", fields_of(DecodeConfig, "dtype")),  # dtype: --fp16, --bf16
+    ("serve", [*fields_of(ServeConfig), (DecodeConfig, "beam")]),
+    ("evaluate", fields_of(EvaluateConfig))])
+def test_each_config_field_is_an_option_with_the_fields_help(monkeypatch, command: str, keys: list[tuple[type, str]]):
+    monkeypatch.setattr(typer.rich_utils, "MAX_WIDTH", 1000)  # one line per option
+    rows = [line.lstrip("│ ") for line in CliRunner().invoke(app, [command, "--help"]).output.splitlines()]
+    for section, key in keys:
+        flag = "--" + key.replace("_", "-")
+        lines = [row for row in rows if row.startswith(f"{flag} ")]
+        assert len(lines) == 1 and help_for(section, key) in lines[0], flag
+
+
+@pytest.mark.parametrize("command", ["translate", "serve"])
+def test_set_of_a_section_the_command_has_not_is_an_error(tmp_path: Path, command: str):
+    result = nmtkit_in_process(command, "-m", str(tmp_path / "model.pt"), "--set", "model.dropout=0.1")
+    assert_error(result, "--set model", "decode")
+
+
+def test_serve_settings_take_set_as_flags_do(tmp_path: Path):
+    model = str(tmp_path / "model.pt")  # the settings are checked before the model is read
+    assert_error(nmtkit_in_process("serve", "-m", model, "--set", "serve.port=70000"), "--port 70000")
+    assert_error(nmtkit_in_process("serve", "-m", model, "--port", "70000"), "--port 70000")
+    assert_error(nmtkit_in_process("serve", "-m", model, "--set", "serve.colour=1"), "serve.colour")
 
 
 def resumable_training(reverse_data: Path, run: Path) -> list[str]:

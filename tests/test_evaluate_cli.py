@@ -76,6 +76,9 @@ def test_compare_runs_a_paired_bootstrap(files):
         assert comparison["system"] == scores[name]["score"]
     text = evaluate("--hyp", files["hyp"], "--ref", files["ref"], "--compare", files["base"]).stdout
     assert "paired bootstrap (1000 resamples, seed 12345): p = " in text
+    seeded = evaluate("--hyp", files["hyp"], "--ref", files["ref"], "--compare", files["base"], "--samples", "20",
+                      "--seed", "7", "--metrics", "bleu").stdout
+    assert "paired bootstrap (20 resamples, seed 7): p = " in seeded  # --seed: a config field, so a flag
 
 
 @pytest.mark.parametrize(("args", "needle"), [
@@ -224,3 +227,47 @@ def test_an_empty_line_among_several_references_is_an_empty_reference_as_in_sacr
 def test_a_missing_reference_through_the_api_is_a_one_line_error():
     with pytest.raises(NmtkitError, match=r"reference 2 has no line 2 \(None\)"):
         evaluate_lines(["a", "b"], [["a", "b"], ["a", None]], EvaluateConfig(device="cpu"))
+
+
+class ExactMatch:
+    """A metric in one definition: the share of hypotheses equal to the first reference."""
+
+    name = "exact"
+
+    def __init__(self, references):
+        self.references = references[0]
+
+    def statistics(self, hypotheses):
+        return torch.tensor([[int(hyp == ref), 1] for hyp, ref in zip(hypotheses, self.references)])
+
+    def score(self, totals):
+        return 100 * totals[0] / totals[1]
+
+    def sentence_scores(self, stats):
+        return [self.score(row) for row in stats.tolist()]
+
+    def report(self, stats):
+        score = self.score(stats.sum(dim=0).tolist())
+        return {"score": score, "text": f"EXACT = {score:.1f}"}
+
+
+def test_a_registered_metric_is_scored_compared_and_offered_by_the_command(monkeypatch, files, tmp_path):
+    from nmtkit import registry
+
+    monkeypatch.setattr(registry, "METRICS", dict(registry.METRICS))
+    registry.register_metric("exact")(lambda name, references, config, device: ExactMatch(references))
+    half = write(tmp_path / "half.txt", HYPOTHESES[:4] + REFERENCES[4:])
+    result = evaluate("--hyp", files["hyp"], "--ref", half, "--metrics", "exact,bleu", "--compare", files["base"],
+                      "--samples", "10", "--json")
+    scores = json.loads(result.stdout)
+    reference = HYPOTHESES[:4] + REFERENCES[4:]
+    expected = 100 * sum(hyp == ref for hyp, ref in zip(HYPOTHESES, reference)) / len(HYPOTHESES)
+    assert scores["exact"]["score"] == expected and expected >= 40
+    assert scores["exact"]["bootstrap"]["samples"] == 10 and "bleu" in scores
+    assert "exact" in evaluate("--hyp", files["hyp"], "--ref", files["ref"], "--metrics", "meteor").stderr
+
+
+def test_the_bootstrap_defaults_are_sacrebleus_as_the_library_function_has_them():
+    from nmtkit.metrics import bootstrap
+
+    assert (EvaluateConfig().samples, EvaluateConfig().seed) == (bootstrap.DEFAULT_SAMPLES, bootstrap.DEFAULT_SEED)

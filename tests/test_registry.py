@@ -80,3 +80,30 @@ def test_a_registered_score_is_found_and_an_unknown_one_lists_the_known_ones(mon
     assert registry.get_score("nothing") is zero
     with pytest.raises(ValueError, match="unknown attention score 'dot'; choose one of: zero, nothing"):
         registry.get_score("dot")
+
+
+def test_the_builtin_metrics_register_under_their_names():
+    import nmtkit.metrics.builtin  # noqa: F401
+
+    assert set(registry.METRICS) == {"bleu", "chrf", "chrf++", "ter", "wer", "cer", "mer", "wil", "wip", "edit"}
+    assert registry.METRICS["chrf"] is registry.METRICS["chrf++"]  # one builder, told which name was asked for
+    assert registry.METRICS["wer"] is registry.METRICS["cer"]
+
+
+def test_a_metric_registered_twice_is_an_error(monkeypatch):
+    monkeypatch.setattr(registry, "METRICS", {})
+    registry.register_metric("exact")(lambda name, references, config, device: None)
+    with pytest.raises(ValueError, match="metric 'exact' is registered twice"):
+        registry.register_metric("exact")(lambda name, references, config, device: None)
+
+
+def test_a_registered_metric_is_found_and_an_unknown_one_lists_the_known_ones(monkeypatch):
+    monkeypatch.setattr(registry, "METRICS", {})
+
+    @registry.register_metric("exact", "same")
+    def exact(name, references, config, device):
+        return name
+
+    assert registry.get_metric("same") is exact
+    with pytest.raises(NmtkitError, match="unknown metric 'bleu'; choose from exact, same"):
+        registry.get_metric("bleu")

@@ -9,6 +9,7 @@ is sacrebleu's.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 from sacrebleu.metrics import BLEU
@@ -26,7 +27,11 @@ from nmtkit.metrics.ngrams import (
     rank_in_run,
     sort_rows,
 )
-from nmtkit.metrics.tokenize import bleu_metric, bleu_token_slices
+from nmtkit.metrics.tokenize import bleu_metric, bleu_token_slices, default_tokenizer
+from nmtkit.registry import register_metric
+
+if TYPE_CHECKING:
+    from nmtkit.evaluate_config import EvaluateConfig
 
 
 def closest_ref_lengths(hyp_lengths: Tensor, ref_lengths: Tensor) -> Tensor:
@@ -141,3 +146,11 @@ class DeviceBLEU:
         score = self.corpus(stats.sum(dim=0).tolist())
         return {"score": score.score, "signature": self.signature(), "text": str(score), "tokenize": self.tokenize,
                 "precisions": score.precisions, "bp": score.bp, "sys_len": score.sys_len, "ref_len": score.ref_len}
+
+
+@register_metric("bleu")
+def build_bleu(name: str, references: Sequence[Sequence[str]], config: EvaluateConfig,
+               device: torch.device) -> DeviceBLEU:
+    """BLEU with the tokenizer asked for, else the target language's."""
+    return DeviceBLEU(references, device, config.lowercase, config.tokenize or default_tokenizer(config.lang),
+                      config.smooth, config.smooth_value, max_ngram_order=config.max_ngram_order)

@@ -9,6 +9,7 @@ The corpus score and the signature come from sacrebleu's `CHRF`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 from sacrebleu.metrics import CHRF
@@ -30,6 +31,10 @@ from nmtkit.metrics.ngrams import (
     rank_in_run,
     sort_rows,
 )
+from nmtkit.registry import register_metric
+
+if TYPE_CHECKING:
+    from nmtkit.evaluate_config import EvaluateConfig
 
 EPS = 1e-16  # sacrebleu's chrF smoothing constant
 
@@ -149,3 +154,11 @@ class DeviceCHRF(SacrebleuScores):
     def report(self, stats: Tensor) -> dict:
         score = self.corpus(stats.sum(dim=0).tolist())
         return {"score": score.score, "signature": self.signature(), "text": str(score)}
+
+
+@register_metric("chrf", "chrf++")
+def build_chrf(name: str, references: Sequence[Sequence[str]], config: EvaluateConfig,
+               device: torch.device) -> DeviceCHRF:
+    """chrF; chrf++ is chrF with word bigrams (word order 2)."""
+    return DeviceCHRF(references, device, config.chrf_char_order, 2 if name == "chrf++" else config.chrf_word_order,
+                      config.chrf_beta, config.lowercase, config.chrf_whitespace, config.chrf_eps_smoothing)

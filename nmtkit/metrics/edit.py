@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -30,6 +31,10 @@ from nmtkit.metrics.ngrams import (
     length_batches,
     on_one_thread,
 )
+from nmtkit.registry import register_metric
+
+if TYPE_CHECKING:
+    from nmtkit.evaluate_config import EvaluateConfig
 
 CELLS_PER_TOKEN = 4  # batches of pairs hold this many padded tokens times 64-bit words per token of budget
 FIELD = 21  # bits per operation count in the packed counters of `weighted_levenshtein` (pairs < 2M tokens)
@@ -214,3 +219,10 @@ class DeviceEdit:
         return {"score": distance, "per_reference_token": per_token, "unit": unit, "costs": costs,
                 "substitutions": substitutions, "deletions": deletions, "insertions": insertions, "hits": hits,
                 "text": text}
+
+
+@register_metric("edit")
+def build_edit(name: str, references: Sequence[Sequence[str]], config: EvaluateConfig,
+               device: torch.device) -> DeviceEdit:
+    """Weighted edit distance over characters or whitespace tokens."""
+    return DeviceEdit(references, device, EditCosts.parse(config.edit_costs), config.edit_unit == "char")

@@ -9,6 +9,7 @@ bootstrap scores are sacrebleu's formula over their sums, as for every `Metric`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 from sacrebleu.metrics import TER
@@ -16,6 +17,10 @@ from torch import Tensor
 
 from nmtkit.errors import NmtkitError
 from nmtkit.metrics import SacrebleuScores, corpus_totals
+from nmtkit.registry import register_metric
+
+if TYPE_CHECKING:
+    from nmtkit.evaluate_config import EvaluateConfig
 
 
 class SacrebleuTER(SacrebleuScores):
@@ -39,3 +44,11 @@ class SacrebleuTER(SacrebleuScores):
         score = self.corpus(corpus_totals(stats))
         return {"score": score.score, "signature": self.signature(), "text": str(score), "num_edits": score.num_edits,
                 "ref_length": score.ref_length}
+
+
+@register_metric("ter")
+def build_ter(name: str, references: Sequence[Sequence[str]], config: EvaluateConfig,
+              device: torch.device) -> SacrebleuTER:
+    """sacrebleu's TER, counted on the CPU whatever the device."""
+    return SacrebleuTER(references, config.ter_normalized, config.ter_no_punct, config.ter_asian_support,
+                        config.ter_case_sensitive)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
@@ -24,6 +25,10 @@ from torch import Tensor
 from nmtkit.errors import NmtkitError
 from nmtkit.metrics.edit import levenshtein
 from nmtkit.metrics.ngrams import Ragged, char_tokens, chunked, default_chunk, hash_words, on_one_thread
+from nmtkit.registry import register_metric
+
+if TYPE_CHECKING:
+    from nmtkit.evaluate_config import EvaluateConfig
 
 MULTIPLE_SPACES = re.compile(r"\s\s+")  # jiwer.RemoveMultipleSpaces
 
@@ -107,3 +112,10 @@ class DeviceWER:
                 f"S = {substitutions} D = {deletions} I = {insertions} H = {hits}")
         return {"score": score, "sentence_mean": mean, "substitutions": substitutions, "deletions": deletions,
                 "insertions": insertions, "hits": hits, "text": text}
+
+
+@register_metric("wer", "cer", "mer", "wil", "wip")
+def build_wer(name: str, references: Sequence[Sequence[str]], config: EvaluateConfig,
+              device: torch.device) -> DeviceWER:
+    """jiwer's measure `name`; cer is the word error rate over characters."""
+    return DeviceWER(references, device, characters=name == "cer", measure="wer" if name == "cer" else name)
