@@ -19,9 +19,10 @@ import nmtkit.metrics.builtin  # noqa: F401 (registers the metrics that build_me
 from nmtkit.data.corpus import decode_line, read_lines
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate_config import LANGUAGE_CODE, EvaluateConfig
-from nmtkit.metrics import Metric
+from nmtkit.metrics import Metric, bleu, chrf
 from nmtkit.metrics.bootstrap import paired_bootstrap
-from nmtkit.registry import get_metric
+from nmtkit.metrics.edit import EditCosts
+from nmtkit.registry import get_metric, metric_names
 from nmtkit.runtime import pick_device
 
 NOT_LANGUAGES = frozenset({"txt", "tsv", "csv", "hyp", "ref", "src", "tgt", "out", "tok", "bpe", "sgm", "xml", "log",
@@ -33,6 +34,19 @@ def language_of(path: str | Path) -> str | None:
     """The language code a file's suffix names (test.zh, newstest.de_DE), or None (test.txt, hyp)."""
     suffix = Path(path).suffix[1:]
     return suffix if LANGUAGE_CODE.fullmatch(suffix) and suffix.lower() not in NOT_LANGUAGES else None
+
+
+def check_config(config: EvaluateConfig) -> None:
+    """The checks of an `EvaluateConfig` that need the metrics (which sit above the configs): known metric names,
+    and each metric's own options."""
+    names = metric_names()
+    unknown = [name for name in config.metrics if name not in names]
+    if unknown or not config.metrics:
+        problem = f"unknown metric {', '.join(map(repr, unknown))}" if unknown else "no metric given"
+        raise NmtkitError(f"{problem}; choose from {', '.join(names)}")
+    bleu.check_options(config.smooth, config.smooth_value, config.max_ngram_order)
+    chrf.check_options(config.chrf_char_order, config.chrf_word_order, config.chrf_beta)
+    EditCosts.parse(config.edit_costs)
 
 
 def build_metric(name: str, references: Sequence[Sequence[str]], config: EvaluateConfig,
@@ -57,6 +71,7 @@ def _check_streams(hypotheses: Sequence[str], references: Sequence[Sequence[str]
 def evaluate(hypotheses: Sequence[str], references: Sequence[Sequence[str]], config: EvaluateConfig,
              baseline: Sequence[str] | None = None) -> dict[str, dict]:
     """{metric: report} for the hypotheses; with a baseline, each report gains a paired `bootstrap` entry."""
+    check_config(config)
     _check_streams(hypotheses, references, baseline)
     device = pick_device(config.device)
     results = {}
@@ -92,6 +107,7 @@ def _aligned(path: str | Path, count: int, hyp_name: str) -> list[str]:
 def evaluate_files(hypotheses: list[str], hyp_name: str, refs: Sequence[Path], config: EvaluateConfig,
                    compare: Path | None = None) -> dict[str, dict]:
     """Check that every reference (and the baseline) has one line per hypothesis, then score."""
+    check_config(config)
     if not refs:
         raise NmtkitError("evaluate needs at least one --ref file")
     if not hypotheses:

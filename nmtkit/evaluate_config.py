@@ -1,7 +1,8 @@
 """What `nmtkit evaluate` computes and how: `EvaluateConfig`, each setting with its default and help text.
 
 The command line makes its options from these fields at every start, whatever the command, so this module imports
-neither torch nor the metrics: they are imported when a config is built and checked.
+neither torch nor the metrics: the checks that need them (metric names, each metric's options) are
+`nmtkit.evaluate.check_config`, run before any scoring.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from nmtkit.config import option
+from nmtkit.config import check_numbers, option
 from nmtkit.errors import NmtkitError
 
 LANGUAGE_CODE = re.compile(r"[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,4})*")  # zh, yue, zh_CN, zh-Hant, es-419
@@ -47,21 +48,10 @@ class EvaluateConfig:
     edit_unit: Literal["char", "word"] = option("char", "edit distance over characters or whitespace tokens")
 
     def __post_init__(self):
-        import nmtkit.metrics.builtin  # noqa: F401 (registers the metrics; see the module's docstring for why here)
-        from nmtkit.metrics import bleu, chrf
-        from nmtkit.metrics.edit import EditCosts
-        from nmtkit.registry import METRICS
-
-        unknown = [name for name in self.metrics if name not in METRICS]
-        if unknown or not self.metrics:
-            problem = f"unknown metric {', '.join(map(repr, unknown))}" if unknown else "no metric given"
-            raise NmtkitError(f"{problem}; choose from {', '.join(METRICS)}")
+        check_numbers(self)
         if self.lang is not None and not LANGUAGE_CODE.fullmatch(self.lang):
             raise NmtkitError(f"language {self.lang!r} is not a code such as zh, ja, th or de_DE")
         if self.edit_unit not in ("char", "word"):
             raise NmtkitError(f"edit unit must be char or word, not {self.edit_unit!r}")
         if self.samples < 1:
             raise NmtkitError(f"bootstrap needs at least one resample, not {self.samples}")
-        bleu.check_options(self.smooth, self.smooth_value, self.max_ngram_order)
-        chrf.check_options(self.chrf_char_order, self.chrf_word_order, self.chrf_beta)
-        EditCosts.parse(self.edit_costs)

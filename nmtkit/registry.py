@@ -107,3 +107,8 @@ def get_metric(name: str) -> Callable[..., Any]:
     if name not in METRICS:
         raise NmtkitError(f"unknown metric {name!r}; choose from {', '.join(METRICS)}")
     return METRICS[name]
+
+
+def metric_names() -> list[str]:
+    """Every registered metric's name, in the order registered."""
+    return list(METRICS)
