@@ -1,10 +1,11 @@
 """`make test-isa`: the numerics-sensitive tests (marker `isa`) once per CPU kernel family this code can meet.
 
-CTranslate2, ATen (PyTorch's CPU kernels), MKL and oneDNN each choose AVX2, AVX-512 or VNNI code when they start,
-and CTranslate2 uses MKL on Intel CPUs but oneDNN on AMD ones: a test that holds on this machine's kernels may
-fail on another's (issue 47: three CPU kinds broke the suite). Each setting below forces the kernels of one kind of
-machine, in a pytest process of its own (the libraries read these variables once); a setting that needs an
-instruction this CPU lacks is skipped and says so. Extra arguments go to every pytest run (e.g. `-x`, `-k int8`).
+CTranslate2, ATen (PyTorch's CPU kernels), MKL and oneDNN each choose AVX2, AVX-512 or VNNI code when they start;
+CTranslate2 uses MKL on Intel CPUs and oneDNN on AMD ones; int8 products without VNNI add pairs in 16 bits that
+saturate. A test that holds on this machine's kernels may fail on another's (issue 47: three CPU kinds broke the
+suite). Each setting below forces the kernels of one kind of machine, in a pytest process of its own (the libraries
+read these variables once); a setting that needs an instruction this CPU lacks is skipped and says so. Extra
+arguments go to every pytest run (e.g. `-x`, `-k int8`).
 """
 
 from __future__ import annotations
@@ -17,21 +18,21 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+AVX2 = {"CT2_FORCE_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+        "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
+AVX512 = {"CT2_FORCE_CPU_ISA": "AVX512", "ATEN_CPU_CAPABILITY": "avx512"}
+NEEDS_AVX512 = ["avx512f", "avx512bw", "avx512dq", "avx512vl"]
 
-# (name, what it stands for, environment, CPU flags it needs)
+# (name, the machines it stands for, environment, CPU flags it needs)
 SETTINGS = [
     ("native", "this CPU's own choice", {}, []),
     ("generic", "no vector kernels", {"CT2_FORCE_CPU_ISA": "GENERIC", "ATEN_CPU_CAPABILITY": "default"}, []),
-    ("avx", "an old x86 CPU", {"CT2_FORCE_CPU_ISA": "AVX", "ATEN_CPU_CAPABILITY": "default"}, ["avx"]),
-    ("avx2-mkl", "Intel without AVX-512", {"CT2_FORCE_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2",
-                                           "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
-     ["avx2", "fma"]),
-    ("avx2-onednn", "AMD Zen 3", {"CT2_FORCE_CPU_ISA": "AVX2", "CT2_USE_MKL": "0", "ATEN_CPU_CAPABILITY": "avx2",
-                                  "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}, ["avx2", "fma"]),
-    ("avx512-mkl", "Intel with AVX-512", {"CT2_FORCE_CPU_ISA": "AVX512", "ATEN_CPU_CAPABILITY": "avx512"},
-     ["avx512f", "avx512bw", "avx512dq", "avx512vl"]),
-    ("avx512-onednn", "AMD Zen 4", {"CT2_FORCE_CPU_ISA": "AVX512", "CT2_USE_MKL": "0",
-                                    "ATEN_CPU_CAPABILITY": "avx512"}, ["avx512f", "avx512bw", "avx512dq", "avx512vl"]),
+    ("avx", "x86 before 2013", {"CT2_FORCE_CPU_ISA": "AVX", "ATEN_CPU_CAPABILITY": "default"}, ["avx"]),
+    ("avx2-mkl", "Intel Haswell to Comet Lake", AVX2, ["avx2", "fma"]),
+    ("avx2-onednn", "AMD Zen 2 and 3", {**AVX2, "CT2_USE_MKL": "0"}, ["avx2", "fma"]),
+    ("avx512-mkl", "Intel Skylake-SP: AVX-512 without VNNI",
+     {**AVX512, "ONEDNN_MAX_CPU_ISA": "AVX512_CORE", "MKL_ENABLE_INSTRUCTIONS": "AVX512"}, NEEDS_AVX512),
+    ("avx512-onednn", "AMD Zen 4 and 5", {**AVX512, "CT2_USE_MKL": "0"}, NEEDS_AVX512),
 ]
 
 

@@ -185,7 +185,10 @@ def random_checkpoint(checkpoint: Path, out: Path, seed: int, never_ends: bool =
     return out
 
 
-INT8_TOLERANCE = 0.1  # the most int8 may move a log-probability of these weights (0.024 under every ISA and backend)
+# The most int8 may move a log-probability of these weights: 0.29 measured (0.042 on average) on CPUs without VNNI,
+# whose int8 products add pairs in 16 bits that saturate (AVX2, AVX-512 before Cascade Lake, with MKL or oneDNN);
+# 0.024 (0.002) with VNNI. Kernels are forced to each kind by make test-isa.
+INT8_TOLERANCE, INT8_MEAN_TOLERANCE = 0.5, 0.1
 
 
 def token_log_probs(model, sources: list[list[str]], targets: list[list[str]]) -> list[list[float]]:
@@ -218,7 +221,8 @@ def test_int8_export_changes_only_choices_float32_nearly_ties(pre_norm, tmp_path
               for model in (f32, int8)]
     for targets in greedy:
         pairs = zip(token_log_probs(f32, sources, targets), token_log_probs(int8, sources, targets))
-        assert max(abs(a - b) for exact, quantized in pairs for a, b in zip(exact, quantized)) < INT8_TOLERANCE
+        gaps = [abs(a - b) for exact, quantized in pairs for a, b in zip(exact, quantized)]
+        assert max(gaps) < INT8_TOLERANCE and sum(gaps) / len(gaps) < INT8_MEAN_TOLERANCE
     for source, ours, theirs in zip(sources, *greedy):
         step = first_difference(ours, theirs)
         if step is not None:  # float32's log-probabilities of its own choice and of int8's at that step
