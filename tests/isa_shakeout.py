@@ -46,13 +46,13 @@ def cpu_flags() -> set[str]:
 def run_setting(environment: dict[str, str], pytest_args: list[str]) -> tuple[int, str, float]:
     """(exit status, output, seconds) of the isa tests under `environment`."""
     start = time.perf_counter()
-    env = {**_clean_environment(), **environment}
+    env = {**clean_environment(), **environment}
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "isa",
                              *pytest_args, "tests"], cwd=ROOT, env=env, capture_output=True, text=True)
     return result.returncode, result.stdout + result.stderr, time.perf_counter() - start
 
 
-def _clean_environment() -> dict[str, str]:
+def clean_environment() -> dict[str, str]:
     """This process's environment without the variables the settings choose (one setting must not leak into
     another through the caller's shell)."""
     chosen = {name for _, _, environment, _ in SETTINGS for name in environment} | {"CT2_USE_MKL"}
