@@ -10,7 +10,7 @@ THREADS ?= 0
 # LANG_DIR (a locale such as zh_CN, ja, th, ar, he) and CODE choose the language of recipe-messages
 export MODEL MAX_TIME THREADS LANG_DIR CODE
 
-.PHONY: install test lint bench recipe-bible recipe-bible-zoo recipe-reverse recipe-wmt recipe-messages recipe-multilingual recipe-finetune bible-data wmt-data clean
+.PHONY: install test test-isa lint bench recipe-bible recipe-bible-zoo recipe-reverse recipe-wmt recipe-messages recipe-multilingual recipe-finetune bible-data wmt-data clean
 
 install: $(VENV)/.installed
 
@@ -21,8 +21,15 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev,recipes]'
 	touch $@
 
+# One worker per core; a test file stays on one worker, so that its module-scoped fixtures (models trained for the
+# file's tests) are built once.
 test: install
-	$(BIN)/pytest -q tests
+	$(BIN)/pytest -q -n auto --dist loadfile tests
+
+# The numerics-sensitive tests (marker isa) once per CPU kernel family (CTranslate2's, ATen's, MKL's, oneDNN's):
+# a change that holds on this CPU's kernels only fails here, not on the next machine (tests/isa_shakeout.py).
+test-isa: install
+	$(BIN)/python tests/isa_shakeout.py
 
 lint: install
 	$(BIN)/ruff check nmtkit tests recipes benchmarks

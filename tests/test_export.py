@@ -36,10 +36,10 @@ from nmtkit.search import max_lengths
 
 LETTERS = "abcdefgh"
 ARCHITECTURES = [
-    pytest.param((True, {"norm": "pre"}), id="pre-norm-shared-tied"),
+    pytest.param((True, {}), id="pre-norm-shared-tied", marks=pytest.mark.isa),  # pre_norm's model
     pytest.param((True, {"norm": "post"}), id="post-norm-shared-tied"),
     pytest.param((False, {"norm": "pre", "tie_output": False}), id="pre-norm-separate-untied"),
-    pytest.param((False, {"norm": "post"}), id="post-norm-separate-tied"),
+    pytest.param((False, {"norm": "post"}), id="post-norm-separate-tied", marks=pytest.mark.isa),
     pytest.param((True, {"activation": "swiglu"}), id="swiglu"),
     pytest.param((True, {"share_embeddings": False, "tie_output": False, "activation": "gelu",
                          "positions": "learned"}), id="unshared-untied-gelu-learned"),
@@ -59,8 +59,10 @@ def letter_data(tmp_path_factory) -> dict[bool, Path]:
 
 @pytest.fixture(scope="module", params=ARCHITECTURES)
 def exported(request, letter_data, tmp_path_factory) -> tuple[Path, Path]:
-    """(checkpoint, float32 export) of one architecture variant."""
+    """(checkpoint, float32 export) of one architecture variant; the default one is pre_norm's, trained once."""
     joint, model = request.param
+    if joint and not model:
+        return request.getfixturevalue("pre_norm")
     root = tmp_path_factory.mktemp("run")
     checkpoint = train_tiny(letter_data[joint], root / "run", **model)
     export_model(checkpoint, root / "ct2")
@@ -84,8 +86,10 @@ def both(models: tuple[Path, Path], lines: list[str], **decode) -> tuple[list, l
 
 
 def assert_same_best(pytorch: list, exported: list, least: float = 1.0) -> None:
-    """The best hypotheses agree on at least `least` of the lines, with equal scores where they agree."""
-    same = [left[0][0] == right[0][0] for left, right in zip(pytorch, exported)]
+    """The best hypotheses agree on at least `least` of the lines, with equal scores where they agree. Two bests of
+    one score (within float error) agree too: which of a tie an engine ranks first depends on the CPU's kernels."""
+    same = [left[0][0] == right[0][0] or right[0][1] == pytest.approx(left[0][1], abs=1e-5)
+            for left, right in zip(pytorch, exported)]
     assert sum(same) >= least * len(same), [(left[0], right[0]) for left, right in zip(pytorch, exported)
                                             if left[0][0] != right[0][0]]
     for agree, left, right in zip(same, pytorch, exported):
@@ -109,6 +113,7 @@ def test_float32_export_translates_as_pytorch(exported, search):
     assert ct2[-3] == [("", 0.0)]  # an empty line stays empty
 
 
+@pytest.mark.isa
 @pytest.mark.parametrize("decode", [{"beam": 4, "nbest": 4}, {"beam": 5, "nbest": 5, "length_penalty": "none"}])
 def test_nbest_lists_share_the_best_and_are_no_worse(pre_norm, decode):
     """Below the best, CTranslate2 ranks a superset of nmtkit's finished hypotheses (those that ended in a
@@ -123,6 +128,7 @@ def test_nbest_lists_share_the_best_and_are_no_worse(pre_norm, decode):
         assert all(scores[text] == pytest.approx(score, abs=1e-4) for text, score in left if text in scores)
 
 
+@pytest.mark.isa
 def test_greedy_search_at_the_length_limit_and_minimum_length_is_exact(pre_norm):
     """nmtkit forces EOS at the limit, CTranslate2 cuts there and the EOS is added afterwards; with a minimum length
     CTranslate2 renormalizes without EOS, and the scores are computed again: tokens and scores are nmtkit's."""
@@ -135,6 +141,7 @@ def test_greedy_search_at_the_length_limit_and_minimum_length_is_exact(pre_norm)
             assert reached_limit(lines, ct2, Translator.load(pre_norm[1], **decode), 0.5, 1) >= 10
 
 
+@pytest.mark.isa
 @pytest.mark.parametrize("decode", [{"max_len_a": 0.5, "max_len_b": 1}, {"min_len": 4},
                                     {"coverage_penalty": 0.3}, {"coverage_penalty": 0.2, "length_penalty": "none"}])
 def test_beam_search_with_limits_and_coverage_mostly_agrees(pre_norm, decode):
@@ -153,6 +160,7 @@ def test_coverage_penalty_searches_each_sentence_alone(pre_norm):
     assert sorted(len(rows) for rows, _ in plain.groups(sources)) == [1, 2]  # one call per length limit
 
 
+@pytest.mark.isa
 def test_sampling_runs_in_ctranslate2_with_its_own_random_numbers(pre_norm):
     lines = letter_lines(20, seed=11)
     first = Translator.load(pre_norm[1], threads=1, sample=True, seed=5).translate_nbest(lines)
@@ -164,18 +172,64 @@ def test_sampling_runs_in_ctranslate2_with_its_own_random_numbers(pre_norm):
     assert [hyps[0][1] for hyps in top_one] == pytest.approx([hyps[0][1] for hyps in pytorch], abs=1e-4)
 
 
-def test_int8_export_mostly_translates_as_float32(letter_data, tmp_path):
-    """int8 weights change a few outputs; on a model trained well enough that its choices have clear margins,
-    almost none (the Bible figure, BLEU within 0.5, is measured with the real model: benchmarks/translate_speed.py)."""
-    checkpoint = train_tiny(letter_data[True], tmp_path / "run", steps=300, encoder_layers=1, decoder_layers=1)
+def random_checkpoint(checkpoint: Path, out: Path, seed: int, never_ends: bool = False) -> Path:
+    """`checkpoint`'s config and subword models with seeded random weights instead of trained ones: the same model
+    on every machine (a trained one depends on the CPU's kernels); `never_ends` makes EOS never likely."""
+    loaded = restore_model(load_checkpoint(checkpoint), torch.device("cpu"))
+    torch.manual_seed(seed)
+    model = build_model(loaded.config.model, loaded.src_subword.vocab_size, loaded.tgt_subword.vocab_size, True)
+    if never_ends:
+        with torch.no_grad():
+            model.output.weight[EOS] = -model.output.weight[EOS].abs()
+    save_atomic(make_payload(loaded.config, model, (loaded.src_subword, loaded.tgt_subword)), out)
+    return out
+
+
+# The most int8 may move a log-probability of these weights: 0.29 measured (0.042 on average) on CPUs without VNNI,
+# whose int8 products add pairs in 16 bits that saturate (AVX2, AVX-512 before Cascade Lake, with MKL or oneDNN);
+# 0.024 (0.002) with VNNI. Kernels are forced to each kind by make test-isa.
+INT8_TOLERANCE, INT8_MEAN_TOLERANCE = 0.5, 0.1
+
+
+def token_log_probs(model, sources: list[list[str]], targets: list[list[str]]) -> list[list[float]]:
+    """CTranslate2's log-probability of each target token (and the EOS after it), given the source."""
+    return [result.log_probs for result in model.score_batch(sources, targets)]
+
+
+def first_difference(ours: list[str], theirs: list[str]) -> int | None:
+    return next((step for step, (a, b) in enumerate(zip(ours, theirs)) if a != b), None)
+
+
+@pytest.mark.isa
+def test_int8_export_changes_only_choices_float32_nearly_ties(pre_norm, tmp_path):
+    """int8 weights move each log-probability a little, whichever int8 kernels the CPU runs (AVX2, AVX-512, VNNI;
+    MKL or oneDNN): on fixed random weights, float32 and int8 score the same outputs token by token within a bound,
+    and int8's greedy search leaves float32's only at a step where float32's two choices are that close (the Bible
+    figure, BLEU within 0.5, is measured with the real model: benchmarks/translate_speed.py)."""
+    import ctranslate2
+
+    checkpoint = random_checkpoint(pre_norm[0], tmp_path / "m.pt", seed=1)
+    export_model(checkpoint, tmp_path / "f32")
     export_model(checkpoint, tmp_path / "int8", quantization="int8")
     assert json.loads((tmp_path / "int8" / "nmtkit.json").read_text())["quantization"] == "int8"
-    lines = letter_lines(200, seed=12)
-    for beam in (1, 4):
-        pytorch = Translator.load(checkpoint, device="cpu", beam=beam).translate(lines)
-        int8 = Translator.load(tmp_path / "int8", threads=1, beam=beam).translate(lines)
-        assert sum(out == line.upper() for out, line in zip(pytorch, lines)) >= 0.8 * len(lines)  # trained well
-        assert sum(left == right for left, right in zip(pytorch, int8)) >= 0.9 * len(lines)
+    assert (tmp_path / "int8" / "model.bin").stat().st_size < 0.6 * (tmp_path / "f32" / "model.bin").stat().st_size
+    subword = load_exported(tmp_path / "f32").src_subword
+    sources = [subword.pieces(line) for line in letter_lines(100, seed=12)]
+    f32, int8 = (ctranslate2.Translator(str(tmp_path / name), device="cpu", intra_threads=1)
+                 for name in ("f32", "int8"))
+    greedy = [[result.hypotheses[0] for result in model.translate_batch(sources, beam_size=1, max_decoding_length=8)]
+              for model in (f32, int8)]
+    for targets in greedy:
+        pairs = zip(token_log_probs(f32, sources, targets), token_log_probs(int8, sources, targets))
+        gaps = [abs(a - b) for exact, quantized in pairs for a, b in zip(exact, quantized)]
+        assert max(gaps) < INT8_TOLERANCE and sum(gaps) / len(gaps) < INT8_MEAN_TOLERANCE
+    for source, ours, theirs in zip(sources, *greedy):
+        step = first_difference(ours, theirs)
+        if step is not None:  # float32's log-probabilities of its own choice and of int8's at that step
+            prefixes = [ours[:step + 1], theirs[:step + 1]]
+            mine, other = (row[step] for row in token_log_probs(f32, [source] * 2, prefixes))
+            assert other >= mine - 2 * INT8_TOLERANCE
+    assert Translator.load(tmp_path / "int8", threads=1).translate(["a b", ""])[1] == ""
 
 
 def test_the_spec_keeps_nmtkit_conventions(pre_norm):
@@ -228,6 +282,7 @@ def test_length_penalties_map_to_ctranslate2():
     assert greedy["beam_size"] == 1 and greedy["length_penalty"] == 0.0 and "coverage_penalty" not in greedy
 
 
+@pytest.mark.isa
 def test_python_api_and_its_errors(pre_norm):
     checkpoint, directory = pre_norm
     translator = Translator.load(directory, threads=1, beam=3, nbest=2)
@@ -244,6 +299,7 @@ def test_python_api_and_its_errors(pre_norm):
         Translator.load(checkpoint.parent)
 
 
+@pytest.mark.isa
 @pytest.mark.parametrize("decode", [{"beam": 1}, {"beam": 4, "nbest": 2}])
 def test_batches_searched_at_once_translate_as_one_at_a_time(pre_norm, decode):
     """--inter-threads 2: two CTranslate2 workers search two batches at the same time, each of half the token
@@ -316,6 +372,7 @@ def assert_same_output(output: str, expected: str) -> None:
                 assert field == expected_field
 
 
+@pytest.mark.isa
 def test_export_translate_through_the_command_line(pre_norm, tmp_path):
     checkpoint, _ = pre_norm
     summary = json.loads(nmtkit("export", "-m", str(checkpoint), "--out", str(tmp_path / "ct2"),
@@ -366,16 +423,11 @@ def test_translating_an_export_imports_no_torch(pre_norm):
         == result.stdout
 
 
+@pytest.mark.isa
 def test_a_random_model_that_never_ends_is_cut_as_nmtkit_cuts_it(tmp_path, pre_norm):
     """Random weights whose EOS is never likely: every hypothesis runs into its length limit, where nmtkit forces
     EOS and CTranslate2 cuts; then even the n-best lists are nmtkit's (no EOS is among the top K before the limit)."""
-    payload = load_checkpoint(pre_norm[0])
-    loaded = restore_model(payload, torch.device("cpu"))
-    torch.manual_seed(0)
-    model = build_model(loaded.config.model, loaded.src_subword.vocab_size, loaded.tgt_subword.vocab_size, True)
-    with torch.no_grad():
-        model.output.weight[EOS] = -model.output.weight[EOS].abs()
-    save_atomic(make_payload(loaded.config, model, (loaded.src_subword, loaded.tgt_subword)), tmp_path / "m.pt")
+    random_checkpoint(pre_norm[0], tmp_path / "m.pt", seed=0, never_ends=True)
     export_model(tmp_path / "m.pt", tmp_path / "ct2")
     lines = letter_lines(10, seed=13)
     for search in ({"beam": 1}, {"beam": 4, "nbest": 4}, {"beam": 3, "length_penalty": "none", "nbest": 3}):

@@ -71,6 +71,7 @@ def letters(tmp_path_factory):
     return data, train_tiny(data, root / "trained"), train_tiny(data, root / "untrained", steps=1)
 
 
+@pytest.mark.isa
 def test_a_shortlist_of_every_target_piece_translates_as_none(letters, tmp_path):
     """Every piece the training targets hold is a candidate: the same translations on nearly every line (each step
     is normalized over the shortlist, so hypotheses scored within a hair of each other can swap, more or less
