@@ -58,7 +58,7 @@ def check_tgt_lang(decode: DecodeConfig, tags: dict[str, int]) -> None:
         raise NmtkitError(f"unknown --tgt-lang {lang!r}; this model translates into {', '.join(sorted(tags))}")
 
 
-def check_tag(decode: DecodeConfig, loaded: LoadedModel | ExportedModel) -> None:
+def check_corpus_tag(decode: DecodeConfig, loaded: LoadedModel | ExportedModel) -> None:
     """An error for a decode.tag (corpus tag) that the model was not trained with."""
     tag_ids(decode.tag, loaded.src_subword, loaded.tags)
 
@@ -79,7 +79,7 @@ class Translator:
         loaded.model.to(getattr(torch, decode.dtype))
         self.max_source = (loaded.model.max_length() or 1024) - 1  # EOS takes a position
         check_tgt_lang(decode, loaded.tags)
-        check_tag(decode, loaded)
+        check_corpus_tag(decode, loaded)
         generator = torch.Generator(device).manual_seed(decode.seed)
         self.sampler = Sampler(decode.temperature, decode.top_k, decode.top_p, generator)
 
@@ -117,7 +117,7 @@ class Translator:
         variant = copy.copy(self)
         variant.decode = override_decode(self.decode, overrides)
         check_tgt_lang(variant.decode, self.loaded.tags)
-        check_tag(variant.decode, self.loaded)
+        check_corpus_tag(variant.decode, self.loaded)
         if variant.decode.dtype != self.decode.dtype:
             raise NmtkitError("with_decode keeps the model's precision; load the model again for another dtype")
         variant.sampler = Sampler(variant.decode.temperature, variant.decode.top_k, variant.decode.top_p,
@@ -276,7 +276,7 @@ class ExportedTranslator(Translator):
                  inter_threads: int = 1):
         self.loaded, self.decode = exported, decode
         check_tgt_lang(decode, exported.tags)
-        check_tag(decode, exported)
+        check_corpus_tag(decode, exported)
         self.engine = CTranslate2Search(exported, decode, device, threads, inter_threads)
         self.device, self.max_source = self.engine.device, self.engine.max_source
 
@@ -321,7 +321,7 @@ class ExportedTranslator(Translator):
         variant = copy.copy(self)
         variant.decode = override_decode(self.decode, overrides)
         check_tgt_lang(variant.decode, self.loaded.tags)
-        check_tag(variant.decode, self.loaded)
+        check_corpus_tag(variant.decode, self.loaded)
         variant.engine = self.engine.with_decode(variant.decode)
         return variant
 

@@ -99,6 +99,7 @@ def test_temperature_sampling_shares(temperature: float):
     ('[{"src_lang": "en", "tgt_lang": "de", "train": "x.tsv"}, {"src_lang": "en", "tgt_lang": "de", "train": "y"}]',
      "listed twice"),
     ('[{"src_lang": "en", "tgt_lang": "de", "train": ["only one file"]}]', "TSV file or [source file"),
+    ('[{"name": "clean", "train": "x.tsv"}]', "--pairs lists language pairs"),
 ])
 def test_bad_pair_lists_are_errors(tmp_path: Path, content: str, needle: str):
     (tmp_path / "pairs.yaml").write_text(content)
