@@ -116,9 +116,13 @@ def prepare(
     src_lang: Annotated[str | None, typer.Option(help="source language code (default: file suffix)")] = None,
     tgt_lang: Annotated[str | None, typer.Option(help="target language code (default: file suffix)")] = None,
     overwrite: Annotated[bool, typer.Option(help="replace the prepared data already in --out")] = False,
+    corpora: Annotated[Path | None, typer.Option(
+        help="YAML list of named corpora (name; src and tgt, or tsv; dev, test; src_lang, tgt_lang; tag) joined into "
+             "this one data directory with one vocabulary; instead of --train-src/--train-tgt...",
+        dir_okay=False)] = None,
     pairs: Annotated[Path | None, typer.Option(
-        help="YAML list of language pairs for one multilingual model (src_lang, tgt_lang, train, dev, test files); "
-             "instead of --train-src/--train-tgt...", dir_okay=False)] = None,
+        help="YAML list of language pairs for one multilingual model (src_lang, tgt_lang, train, dev, test files): "
+             "a --corpora file in which every corpus gives its languages", dir_okay=False)] = None,
     subword_model: Annotated[Path | None, typer.Option(
         help="encode with this checkpoint's subword model(s) or this SentencePiece model instead of training new "
              "ones (data for fine-tuning that model)", dir_okay=False)] = None,
@@ -135,7 +139,7 @@ def prepare(
                                               SplitFiles(test_src, test_tgt, test_tsv, "test"))
               if files.given}
     langs = (src_lang or _lang(train_src, "src"), tgt_lang or _lang(train_tgt, "tgt"))
-    manifest = prepare_command(splits, out, settings, langs, overwrite, pairs, subword_model)
+    manifest = prepare_command(splits, out, settings, langs, overwrite, pairs, subword_model, corpora)
     print(json.dumps({"out": str(out), "vocab": manifest["vocab"], "filter": manifest["filter"],
                       "splits": manifest["splits"]}))
 

@@ -158,6 +158,8 @@ class DecodeConfig:
     top_p: float = option(1.0, "sample within the smallest set of tokens whose probability reaches p")
     seed: int = option(1, "random seed for sampling")
     tgt_lang: str = option("", "target language of a multilingual model (its tag starts every source)")
+    tag: str = option("", "corpus tag (such as <bt>) to start every source with, one the model was trained with "
+                          "(prepare --corpora); none is added without it")
     dtype: Literal["float32", "float16", "bfloat16"] = option("float32", "weights and activations when translating")
     batch_tokens: int = option(6000, "source-token budget per translation batch")
     buffer_size: int = option(2000, "lines read before sorting by length and translating")

@@ -24,6 +24,7 @@ from nmtkit.config import DecodeConfig, from_dict, to_dict
 from nmtkit.ct2 import CTranslate2Search, ExportedModel, load_exported
 from nmtkit.data.batching import token_batches
 from nmtkit.data.subword import UNK
+from nmtkit.data.tags import tag_ids
 from nmtkit.errors import NmtkitError
 from nmtkit.hypotheses import Hypothesis, LengthPenalty
 from nmtkit.inputs import Request, parse_requests
@@ -57,6 +58,11 @@ def check_tgt_lang(decode: DecodeConfig, tags: dict[str, int]) -> None:
         raise NmtkitError(f"unknown --tgt-lang {lang!r}; this model translates into {', '.join(sorted(tags))}")
 
 
+def check_corpus_tag(decode: DecodeConfig, loaded: LoadedModel | ExportedModel) -> None:
+    """An error for a decode.tag (corpus tag) that the model was not trained with."""
+    tag_ids(decode.tag, loaded.src_subword, loaded.tags)
+
+
 class Translator:
     """A loaded model plus decoding settings; translates lists of lines."""
 
@@ -73,6 +79,7 @@ class Translator:
         loaded.model.to(getattr(torch, decode.dtype))
         self.max_source = (loaded.model.max_length() or 1024) - 1  # EOS takes a position
         check_tgt_lang(decode, loaded.tags)
+        check_corpus_tag(decode, loaded)
         generator = torch.Generator(device).manual_seed(decode.seed)
         self.sampler = Sampler(decode.temperature, decode.top_k, decode.top_p, generator)
 
@@ -110,6 +117,7 @@ class Translator:
         variant = copy.copy(self)
         variant.decode = override_decode(self.decode, overrides)
         check_tgt_lang(variant.decode, self.loaded.tags)
+        check_corpus_tag(variant.decode, self.loaded)
         if variant.decode.dtype != self.decode.dtype:
             raise NmtkitError("with_decode keeps the model's precision; load the model again for another dtype")
         variant.sampler = Sampler(variant.decode.temperature, variant.decode.top_k, variant.decode.top_p,
@@ -181,8 +189,12 @@ class Translator:
         return constraints
 
     def source_tag(self, request: Request, where: str) -> list[int]:
-        """The target-language tag that starts a multilingual model's source (Johnson et al. 2017); none for a model
-        of one target language, which refuses another language. `where` ("line 3") starts an error."""
+        """The tags that start the source: a multilingual model's target-language tag (Johnson et al. 2017; none for
+        a model of one target language, which refuses another language), then the corpus tag of `--tag`, if any
+        (`nmtkit.data.tags`). `where` ("line 3") starts an error."""
+        return self.language_tag(request, where) + tag_ids(self.decode.tag, self.loaded.src_subword, self.loaded.tags)
+
+    def language_tag(self, request: Request, where: str) -> list[int]:
         lang, tags = request.tgt_lang or self.decode.tgt_lang, self.loaded.tags
         if not tags:
             model_lang = self.loaded.langs[1]
@@ -264,6 +276,7 @@ class ExportedTranslator(Translator):
                  inter_threads: int = 1):
         self.loaded, self.decode = exported, decode
         check_tgt_lang(decode, exported.tags)
+        check_corpus_tag(decode, exported)
         self.engine = CTranslate2Search(exported, decode, device, threads, inter_threads)
         self.device, self.max_source = self.engine.device, self.engine.max_source
 
@@ -308,6 +321,7 @@ class ExportedTranslator(Translator):
         variant = copy.copy(self)
         variant.decode = override_decode(self.decode, overrides)
         check_tgt_lang(variant.decode, self.loaded.tags)
+        check_corpus_tag(variant.decode, self.loaded)
         variant.engine = self.engine.with_decode(variant.decode)
         return variant
 

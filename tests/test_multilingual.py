@@ -15,8 +15,9 @@ from typer.testing import CliRunner
 from nmtkit.cli import app
 from nmtkit.config import DataConfig, DecodeConfig
 from nmtkit.data.dataset import TokenArray, temperature_sample
-from nmtkit.data.multilingual import prepare_multilingual, read_pairs
+from nmtkit.data.multilingual import read_pairs
 from nmtkit.data.prepare import load_subwords
+from nmtkit.data.prepare_corpora import prepare_corpora
 from nmtkit.errors import NmtkitError
 from nmtkit.inputs import Request
 from nmtkit.run_config import build_config
@@ -51,7 +52,7 @@ def write_pairs(root: Path, pairs: list[tuple[str, str]], count: int = 120) -> P
 def data(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("multi")
     pairs = read_pairs(write_pairs(root, [("en", "de"), ("de", "en"), ("en", "fr")]))
-    prepare_multilingual(pairs, root / "data", DataConfig(subword="word", vocab_size=40))
+    prepare_corpora(pairs, root / "data", DataConfig(subword="word", vocab_size=40))
     return root / "data"
 
 
@@ -98,6 +99,7 @@ def test_temperature_sampling_shares(temperature: float):
     ('[{"src_lang": "en", "tgt_lang": "de", "train": "x.tsv"}, {"src_lang": "en", "tgt_lang": "de", "train": "y"}]',
      "listed twice"),
     ('[{"src_lang": "en", "tgt_lang": "de", "train": ["only one file"]}]', "TSV file or [source file"),
+    ('[{"name": "clean", "train": "x.tsv"}]', "--pairs lists language pairs"),
 ])
 def test_bad_pair_lists_are_errors(tmp_path: Path, content: str, needle: str):
     (tmp_path / "pairs.yaml").write_text(content)
@@ -168,7 +170,7 @@ def test_serve_asks_a_multilingual_model_for_the_target_language(model: Path):
 def test_subword_samples_repeat_each_lines_pair_with_its_copies(tmp_path: Path):
     pairs = read_pairs(write_pairs(tmp_path, [("en", "de"), ("de", "en")], count=40))
     config = DataConfig(subword="bpe", vocab_size=40, subword_samples=2, subword_alpha=0.2, dedup=False)
-    manifest = prepare_multilingual(pairs, tmp_path / "data", config)
+    manifest = prepare_corpora(pairs, tmp_path / "data", config)
     corpus = np.load(tmp_path / "data" / "train.corpus.npy")
     assert manifest["splits"]["train"]["sentences"] == len(corpus) == 160
     assert corpus.tolist() == [0] * 40 + [1] * 40 + [0] * 40 + [1] * 40
@@ -186,7 +188,7 @@ def test_pairs_stream_into_the_joined_text_without_a_file_read_whole(tmp_path: P
 
     monkeypatch.setattr(Path, "read_bytes", small_files_only)
     pairs = read_pairs(write_pairs(tmp_path, [("en", "de"), ("de", "en")], count=30))
-    prepare_multilingual(pairs, tmp_path / "data", DataConfig(subword="word", vocab_size=40, dedup=False))
+    prepare_corpora(pairs, tmp_path / "data", DataConfig(subword="word", vocab_size=40, dedup=False))
     for side, index in (("src", 0), ("tgt", 1)):
         expected = "".join(Path(corpus.splits["train"].src if index == 0 else corpus.splits["train"].tgt).read_text()
                            for corpus in pairs)

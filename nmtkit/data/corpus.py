@@ -5,10 +5,12 @@ Validation errors name the file and the line, so a user can fix the input withou
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import itertools
 import math
 import re
+import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -45,13 +47,15 @@ def read_lines(path: str | Path) -> list[str]:
 
 
 def iter_lines(path: str | Path) -> Iterator[str]:
-    """The lines of a UTF-8 text file without line ends, read one at a time (as `read_lines` splits them)."""
+    """The lines of a UTF-8 text file without line ends, read one at a time (as `read_lines` splits them); a file
+    whose name ends in `.gz` is decompressed as it is read."""
+    opener = gzip.open if str(path).endswith(".gz") else open
     try:
-        with open(path, "rb") as file:
+        with opener(path, "rb") as file:
             for number, raw in enumerate(file, 1):
                 yield decode_line(raw[:-1] if raw.endswith(b"\n") else raw, path, number)
-    except OSError as error:
-        raise NmtkitError(f"cannot read {path}: {error.strerror}") from error
+    except (OSError, EOFError, zlib.error) as error:  # gzip: not gzip data, cut short, or damaged
+        raise NmtkitError(f"cannot read {path}: {getattr(error, 'strerror', None) or error}") from error
 
 
 def iter_parallel(src_path: str | Path, tgt_path: str | Path) -> Iterator[tuple[str, str]]:

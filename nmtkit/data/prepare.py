@@ -120,13 +120,26 @@ def write_pairs(pairs: Iterable[tuple[str, str]], src: TextIO, tgt: TextIO) -> i
     return count
 
 
-def binarize(name: str, models: tuple[Subword, Subword], out: Path, source_tags: np.ndarray | None = None,
+@dataclass
+class SourcePrefixes:
+    """The tag ids that start each source of a split: `ids[k]` for the lines whose `of_line` is k (a line's corpus:
+    its target-language tag, then its corpus tag, see `nmtkit.data.tags`)."""
+
+    ids: list[list[int]]
+    of_line: np.ndarray
+
+    def add(self, seqs: list[list[int]], first: int) -> list[list[int]]:
+        """`seqs`, lines `first`, `first + 1`... of the split, each after its prefix."""
+        return [[*self.ids[kind], *seq] for kind, seq in zip(self.of_line[first : first + len(seqs)], seqs)]
+
+
+def binarize(name: str, models: tuple[Subword, Subword], out: Path, prefixes: SourcePrefixes | None = None,
              config: DataConfig | None = None) -> dict:
     """Subword ids of the split's cleaned text, encoded `CHUNK` lines at a time into memory-mappable arrays; with
-    `source_tags` (one id per line) each source starts with its line's tag (a multilingual model's target language).
-    For train, `config.subword_samples` > 1 writes the corpus that many times, every copy after the first segmented
-    by subword sampling, seeded from `config.seed`, the copy and the chunk (SentencePiece's generator does not
-    promise the same samples in every process: its worker threads may keep their state between calls)."""
+    `prefixes` each source starts with its line's tags (once in each copy). For train, `config.subword_samples` > 1
+    writes the corpus that many times, every copy after the first segmented by subword sampling, seeded from
+    `config.seed`, the copy and the chunk (SentencePiece's generator does not promise the same samples in every
+    process: its worker threads may keep their state between calls)."""
     copies = config.subword_samples if config is not None and name == "train" else 1
     sizes = {}
     for side, model in zip(("src", "tgt"), models):
@@ -137,8 +150,8 @@ def binarize(name: str, models: tuple[Subword, Subword], out: Path, source_tags:
             while chunk := list(itertools.islice(lines, CHUNK)):
                 seed = int(np.random.SeedSequence([config.seed, copy, done]).generate_state(1)[0]) if copy else 0
                 ids = model.encode(chunk, alpha=config.subword_alpha if copy else 0.0, seed=seed)
-                if side == "src" and source_tags is not None:
-                    ids = [[int(tag), *seq] for tag, seq in zip(source_tags[done : done + len(ids)], ids)]
+                if side == "src" and prefixes is not None:
+                    ids = prefixes.add(ids, done)
                 writer.append(ids)
                 done += len(ids)
         array = writer.close()

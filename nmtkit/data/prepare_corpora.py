@@ -1,0 +1,168 @@
+"""`nmtkit prepare --corpora`: named corpora (`nmtkit.data.corpora`) into one data directory with one joint
+vocabulary; a multilingual directory (`nmtkit.data.multilingual`) when the corpora give their languages.
+
+The train split is one set of binarized arrays, the corpora one after another in the order listed; the manifest's
+"corpora" says where each one is (`train.start`, `train.count`: with `data.subword_samples` K the split holds K
+copies of that whole sequence, see `corpus_ranges`), how many pairs it read and kept, what each filter removed, its
+tag and its languages. Each corpus is filtered on its own: its own median length ratio, and duplicates removed
+within the corpus, not across corpora, so that a corpus keeps the same pairs whatever else is listed (a mix's weight
+for it means the same), and a pair in two corpora (one of them tagged) stays in both. Dev and test lines get the
+target-language tag of a multilingual directory but no corpus tag: they stand for what users translate, untagged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from nmtkit.config import DataConfig
+from nmtkit.data.corpora import Corpus
+from nmtkit.data.corpus import FilterStats, filter_pairs
+from nmtkit.data.multilingual import tag
+from nmtkit.data.prepare import (
+    SPLITS,
+    SourcePrefixes,
+    binarize,
+    check_and_measure,
+    report_filters,
+    subword_sample,
+    write_manifest,
+    write_pairs,
+)
+from nmtkit.data.staging import staged_output
+from nmtkit.data.subword import Subword, train_subword
+from nmtkit.errors import NmtkitError
+
+
+@contextlib.contextmanager
+def naming(corpus: Corpus) -> Iterator[None]:
+    """Errors reading the corpus' files start with its name."""
+    try:
+        yield
+    except NmtkitError as error:
+        raise NmtkitError(f"corpus {corpus.name!r}: {error}") from error
+
+
+def prepare_corpora(corpora: list[Corpus], out: Path, config: DataConfig, langs: tuple[str, str] = ("src", "tgt"),
+                    overwrite: bool = False) -> dict:
+    """Validate, clean and binarize the corpora into one data directory and return its manifest (as `prepare_data`'s,
+    plus "corpora", "corpus_tags" and, when multilingual, "pairs" and "tags"). `langs` names the one language pair
+    of corpora that give no languages. Written as `prepare_data` writes, through a staging directory."""
+    if not config.joint:
+        raise NmtkitError("--corpora and --pairs train one joint vocabulary for every corpus; drop --separate "
+                          "(data.joint=false)")
+    with staged_output(out, overwrite) as staging:
+        return _write_corpora(corpora, staging, config, langs)
+
+
+def _write_split(name: str, corpora: list[Corpus], config: DataConfig, stats: list[FilterStats],
+                 out: Path) -> list[int]:
+    """`{name}.{src,tgt}.txt`: every corpus' lines in turn (train filtered), streamed; the lines of each corpus."""
+    counts = []
+    with open(out / f"{name}.src.txt", "w", encoding="utf-8") as src, \
+            open(out / f"{name}.tgt.txt", "w", encoding="utf-8") as tgt:
+        for corpus, corpus_stats in zip(corpora, stats):
+            with naming(corpus):
+                if name == "train":
+                    pairs = filter_pairs(corpus.splits[name].pairs(), config, corpus_stats)
+                else:
+                    pairs = corpus.splits[name].pairs() if name in corpus.splits else iter(())
+                counts.append(write_pairs(pairs, src, tgt))
+    return counts
+
+
+def _measure(corpus: Corpus) -> FilterStats:
+    with naming(corpus):
+        return check_and_measure(corpus.splits)
+
+
+def _write_corpora(corpora: list[Corpus], out: Path, config: DataConfig, langs: tuple[str, str]) -> dict:
+    stats = [_measure(corpus) for corpus in corpora]
+    split_names = [name for name in SPLITS if any(name in corpus.splits for corpus in corpora)]
+    counts = {name: _write_split(name, corpora, config, stats, out) for name in split_names}
+    for corpus, corpus_stats in zip(corpora, stats):
+        report_filters(f"train {corpus.name}", corpus_stats)
+        if not corpus_stats.kept:
+            raise NmtkitError(f"corpus {corpus.name!r}: no training pairs are left after filtering; check its files "
+                              "and the filter settings")
+    multilingual = corpora[0].src_lang is not None
+    symbols = sorted({tag(corpus.tgt_lang) for corpus in corpora} if multilingual else ()) + \
+        sorted({corpus.tag for corpus in corpora if corpus.tag})
+    kept = sum(counts["train"])
+    model = train_subword(subword_sample([out / "train.src.txt", out / "train.tgt.txt"], 2 * kept, config), config,
+                          config.vocab_size, symbols)
+    (out / "spm.model").write_bytes(model.proto)
+    manifest = _manifest(corpora, config, model, stats, counts, langs)
+    for name in split_names:
+        line_corpus = np.repeat(np.arange(len(corpora)), counts[name])
+        prefixes = _prefixes(corpora, model, multilingual, with_corpus_tags=name == "train")
+        source_prefixes = SourcePrefixes(prefixes, line_corpus) if prefixes else None
+        manifest["splits"][name] = binarize(name, (model, model), out, source_prefixes, config)
+        if multilingual:
+            _save_line_pairs(out, name, corpora, line_corpus, manifest["splits"][name].get("subword_samples", 1))
+    write_manifest(out, manifest)
+    return manifest
+
+
+def _prefixes(corpora: list[Corpus], model: Subword, multilingual: bool, with_corpus_tags: bool) -> list[list[int]]:
+    """Each corpus' source prefix (target-language tag, then corpus tag); [] when no corpus has one."""
+    piece_id = model.processor.piece_to_id
+    prefixes = [([piece_id(tag(corpus.tgt_lang))] if multilingual else []) +
+                ([piece_id(corpus.tag)] if with_corpus_tags and corpus.tag else []) for corpus in corpora]
+    return prefixes if any(prefixes) else []
+
+
+def _pair_index(corpora: list[Corpus]) -> list[int]:
+    """Each corpus' language pair, as an index into the distinct pairs in the order they first appear."""
+    pairs = list(dict.fromkeys((corpus.src_lang, corpus.tgt_lang) for corpus in corpora))
+    return [pairs.index((corpus.src_lang, corpus.tgt_lang)) for corpus in corpora]
+
+
+def _save_line_pairs(out: Path, name: str, corpora: list[Corpus], line_corpus: np.ndarray, copies: int) -> None:
+    """`{name}.corpus.npy`: each line's language pair (train's copies repeat their lines, so their pairs too)."""
+    line_pairs = np.array(_pair_index(corpora), dtype=np.int16)[line_corpus]
+    np.save(out / f"{name}.corpus.npy", np.tile(line_pairs, copies))
+
+
+def _total(stats: list[FilterStats]) -> dict:
+    total = FilterStats(read=sum(item.read for item in stats), kept=sum(item.kept for item in stats),
+                        removed=sum((item.removed for item in stats), FilterStats().removed))
+    return {**total.as_dict(), "median_length_ratio": None}
+
+
+def _manifest(corpora: list[Corpus], config: DataConfig, model: Subword, stats: list[FilterStats],
+              counts: dict[str, list[int]], langs: tuple[str, str]) -> dict:
+    piece_id = model.processor.piece_to_id
+    starts = np.cumsum([0, *counts["train"]])
+    entries = [{"name": corpus.name, "src_lang": corpus.src_lang, "tgt_lang": corpus.tgt_lang, "tag": corpus.tag,
+                "train": {"start": int(starts[index]), "count": counts["train"][index]},
+                "sentences": {name: split_counts[index] for name, split_counts in counts.items()},
+                "filter": stats[index].as_dict()} for index, corpus in enumerate(corpora)]
+    manifest = {"format": 1, "src_lang": langs[0], "tgt_lang": langs[1], "data": asdict(config),
+                "vocab": {"src": model.vocab_size, "tgt": model.vocab_size},
+                "subword": {"src": model.settings, "tgt": model.settings, "reused": False},
+                "filter": _total(stats), "corpora": entries,
+                "corpus_tags": {corpus.tag: piece_id(corpus.tag) for corpus in corpora if corpus.tag}, "splits": {}}
+    if corpora[0].src_lang is not None:
+        manifest |= {"src_lang": "multi", "tgt_lang": "multi", "pairs": _pairs(corpora, stats, counts),
+                     "tags": {lang: piece_id(tag(lang)) for lang in sorted({corpus.tgt_lang for corpus in corpora})}}
+    return manifest
+
+
+def _pairs(corpora: list[Corpus], stats: list[FilterStats], counts: dict[str, list[int]]) -> list[dict]:
+    """The manifest's language pairs, in `{split}.corpus.npy` order: each one's corpora's counts summed."""
+    index = _pair_index(corpora)
+    pairs = []
+    for pair in range(max(index) + 1):
+        members = [position for position, value in enumerate(index) if value == pair]
+        first = corpora[members[0]]
+        pairs.append({"src_lang": first.src_lang, "tgt_lang": first.tgt_lang,
+                      "corpora": [corpora[position].name for position in members],
+                      "filter": _total([stats[position] for position in members]),
+                      "sentences": {name: sum(split_counts[position] for position in members)
+                                    for name, split_counts in counts.items()}})
+    return pairs
