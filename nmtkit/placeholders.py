@@ -1,0 +1,366 @@
+"""Placeholders and markup: recognise them, mask them to reserved symbols, restore them, check a translation's.
+
+A placeholder is text a translation must carry over untouched: a printf directive (`%s`, `%.250s`, `%1$s`), a
+Python or .NET format field (`%(name)s`, `{0}`, `{name!r:>10}`), a shell variable (`$HOME`, `${HOME}`), an XML or
+HTML tag (`<b>`, `</b>`, `<br/>`) or entity (`&amp;`). A translation that drops, duplicates, renames or breaks one
+crashes the program that prints it or corrupts a page, so the model never sees them: `mask` replaces the k-th one of
+a line (in order of appearance) with the reserved symbol `｟phk｠`, and an opening tag with its closing tag with the
+linked symbols `｟tk｠` ... `｟/tk｠` (k-th pair by its opening tag), so that `check` can tell a misnested pair;
+`restore` puts the original bytes back. The symbols are in SentencePiece's vocabulary as user-defined symbols
+(`reserved_symbols`), one piece each, whatever the normalization rule (SentencePiece never normalizes them).
+
+Their brackets, U+FF5F and U+FF60 (OpenNMT's placeholder brackets), do not occur in real text; where they do, each
+run of them is masked as a placeholder of its own (the `reserved` family, always on when anything is), so that
+every bracket of a masked line belongs to a symbol and any line round-trips byte for byte.
+
+Which families a run recognises is its pattern set (`load_patterns`): `auto` (every built-in family below), `none`
+(nothing masked) or a pattern file. Matching is leftmost-longest: the span that starts first wins, then the longer
+one, then the family listed first; spans never overlap.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from nmtkit.errors import NmtkitError
+
+try:  # Python 3.11+
+    from re import _parser as sre_parse
+except ImportError:  # Python 3.10
+    import sre_parse
+
+OPEN, CLOSE = "\uff5f", "\uff60"  # ｟ ｠
+SYMBOL = re.compile(f"{OPEN}(/?)(ph|t)([1-9][0-9]*){CLOSE}")
+PLACEHOLDER_SYMBOLS = 32  # ｟ph1｠ ... ｟ph32｠ in the vocabulary; a line with more spells the rest in subwords
+TAG_PAIR_SYMBOLS = 16  # ｟t1｠ ｟/t1｠ ... ｟t16｠ ｟/t16｠
+RESERVED = "reserved"
+TAG = "tag"
+FAMILY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+TAG_PARTS = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:._-]*)[^>]*?(/?)>", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Family:
+    """A named kind of placeholder: a regular expression that matches one, and examples of what it matches."""
+
+    name: str
+    regex: str
+    examples: tuple[str, ...] = ()
+    pattern: re.Pattern = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "pattern", re.compile(self.regex))
+
+
+_POSITION = r"(?:[1-9][0-9]*\$)"
+_WIDTH = rf"(?:[0-9]+|\*{_POSITION}?)"
+BUILTINS = {family.name: family for family in (
+    # C/POSIX printf, as gettext's c-format checks it; no space flag: "100% sure" is text, not "% s"
+    Family("printf", rf"%(?:%|{_POSITION}?[-+#0']*{_WIDTH}?(?:\.{_WIDTH}?)?"
+                     r"(?:hh|h|ll|l|L|q|j|z|Z|t|I64|I32|I)?[diouxXeEfFgGaAcCsSpnm])",
+           ("%s", "%d", "%.250s", "%1$s", "%-10lu", "%5.2f", "%*d", "%%", "%'d")),
+    Family("python", r"%\([^()\s]+\)[-+ #0]*(?:[0-9]+|\*)?(?:\.(?:[0-9]+|\*))?[diouxXeEfFgGcrsa%]",
+           ("%(name)s", "%(count)d", "%(ratio).2f")),
+    Family("qt", r"%L?[1-9][0-9]?", ("%1", "%L2", "%10")),  # Qt and KDE's numbered arguments
+    # Python str.format and .NET composite formatting: field name, attribute/index, conversion, alignment, spec
+    Family("brace", r"\{(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+)?(?:\.[A-Za-z_][A-Za-z0-9_]*|\[[^\[\]{}]*\])*"
+                    r"(?:![rsa])?(?:,\s*-?[0-9]+)?(?::[^{}]*)?\}",
+           ("{}", "{0}", "{name}", "{0:.2f}", "{user.name!r:>10}", "{0,-10:N2}", "{items[0]}")),
+    Family("shell", r"\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_][A-Za-z0-9_]*", ("$HOME", "${XDG_CONFIG_HOME}")),
+    # XML/HTML start, end and empty tags, attributes quoted or not
+    Family(TAG, r"</[A-Za-z][A-Za-z0-9:._-]*\s*>|<[A-Za-z][A-Za-z0-9:._-]*"
+                r"(?:\s+[^\s\"'<>/=]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s\"'=<>`]+))?)*\s*/?>",
+           ("<b>", "</b>", "<br/>", "<file>", '<a href="https://example.org/?a=1&amp;b=2">', "<img src=x.png />")),
+    Family("entity", r"&(?:[A-Za-z][A-Za-z0-9]{1,31}|#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6});",
+           ("&amp;", "&nbsp;", "&#169;", "&#x2014;")),
+)}
+RESERVED_FAMILY = Family(RESERVED, f"[{OPEN}{CLOSE}]+", (OPEN, OPEN + CLOSE))
+
+
+@dataclass(frozen=True)
+class Span:
+    """text[start:end] is a placeholder of `family`."""
+
+    start: int
+    end: int
+    family: str
+
+
+class Patterns:
+    """An ordered set of families (the reserved family added last) and the leftmost-longest search over them."""
+
+    def __init__(self, families: list[Family]):
+        self.families = [*families, RESERVED_FAMILY]
+
+    def as_dict(self) -> dict[str, str]:
+        """Name -> regex of each family but the reserved one: what a manifest or checkpoint records."""
+        return {family.name: family.regex for family in self.families[:-1]}
+
+    @classmethod
+    def from_dict(cls, regexes: dict[str, str]) -> Patterns:
+        return cls([_family(f"family {name!r}", name, regex, set()) for name, regex in regexes.items()])
+
+    def find(self, text: str) -> list[Span]:
+        """The placeholders of `text`, left to right, non-overlapping: at each step the match that starts first,
+        the longest of those, the first family's on a tie (each family's match at a position is its regex's)."""
+        spans, position = [], 0
+        # each family's leftmost match from `position` on: searched again only once `position` passes its start
+        upcoming = [family.pattern.search(text) for family in self.families]
+        while True:
+            for index, match in enumerate(upcoming):
+                if match is not None and match.start() < position:
+                    upcoming[index] = self.families[index].pattern.search(text, position)
+            found = [(match.start(), -match.end(), index) for index, match in enumerate(upcoming) if match is not None]
+            if not found:
+                return spans
+            start, negative_end, index = min(found)
+            spans.append(Span(start, -negative_end, self.families[index].name))
+            position = -negative_end
+
+
+def _family(where: str, name: str, regex: str | None, seen: set[str]) -> Family:
+    """A family of a pattern file, checked; `regex` None names a built-in family."""
+    if not isinstance(name, str) or not FAMILY_NAME.fullmatch(name) or name == RESERVED:
+        raise NmtkitError(f"{where}: {name!r} is not a family name (letters, digits, _ and -; not {RESERVED!r})")
+    if name in seen:
+        raise NmtkitError(f"{where}: family {name!r} is given twice")
+    seen.add(name)
+    if regex is None:
+        if name not in BUILTINS:
+            raise NmtkitError(f"{where}: {name!r} is no built-in family ({', '.join(BUILTINS)}); give a regex")
+        return BUILTINS[name]
+    if not isinstance(regex, str):
+        raise NmtkitError(f"{where}: the pattern of {name!r} must be a string")
+    try:
+        family = Family(name, regex)
+    except re.error as error:
+        raise NmtkitError(f"{where}: family {name!r}: bad regular expression ({error.msg})") from error
+    if sre_parse.parse(regex).getwidth()[0] == 0:
+        raise NmtkitError(f"{where}: family {name!r}: the pattern can match the empty string")
+    return family
+
+
+def _read_yaml(path: Path) -> list[tuple[str, str, str | None]]:
+    """(where, name, regex) of each entry of a YAML mapping `name: regex` (`name:` alone: a built-in family)."""
+    try:
+        node = yaml.compose(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        raise NmtkitError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from error
+    if not isinstance(node, yaml.MappingNode):
+        raise NmtkitError(f"{path}: a pattern file in YAML is a mapping of family names to regular expressions")
+    entries = []
+    for key, value in node.value:
+        regex = None if value.tag.endswith(":null") else value.value if isinstance(value, yaml.ScalarNode) else value
+        entries.append((f"{path}:{key.start_mark.line + 1}", key.value, regex))
+    return entries
+
+
+def _read_lines(path: Path) -> list[tuple[str, str, str | None]]:
+    """(where, name, regex) of each `name<TAB>regex` line (a name alone: a built-in family); blank lines and lines
+    starting with # are skipped."""
+    entries = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip() and not line.startswith("#"):
+            name, tab, regex = line.partition("\t")
+            entries.append((f"{path}:{number}", name.strip(), regex if tab else None))
+    return entries
+
+
+def load_patterns(spec: str) -> Patterns | None:
+    """The pattern set `spec` names: `auto` (every built-in family), `none` (None: nothing is masked) or a pattern
+    file, YAML (`.yaml`, `.yml`) or `name<TAB>regex` lines; a bad entry is an error naming its line."""
+    if spec == "none":
+        return None
+    if spec == "auto":
+        return Patterns(list(BUILTINS.values()))
+    path = Path(spec)
+    if not path.is_file():
+        raise NmtkitError(f"placeholders: {spec!r} is neither auto, none nor a pattern file")
+    try:
+        entries = _read_yaml(path) if path.suffix in (".yaml", ".yml") else _read_lines(path)
+    except (OSError, UnicodeDecodeError) as error:
+        raise NmtkitError(f"cannot read the pattern file {path} ({error})") from error
+    if not entries:
+        raise NmtkitError(f"{path}: the pattern file names no family")
+    seen: set[str] = set()
+    return Patterns([_family(where, name, regex, seen) for where, name, regex in entries])
+
+
+def reserved_symbols() -> list[str]:
+    """The symbols a vocabulary reserves for masked placeholders, as SentencePiece user-defined symbols."""
+    tags = [symbol for k in range(1, TAG_PAIR_SYMBOLS + 1) for symbol in (f"{OPEN}t{k}{CLOSE}", f"{OPEN}/t{k}{CLOSE}")]
+    return [f"{OPEN}ph{k}{CLOSE}" for k in range(1, PLACEHOLDER_SYMBOLS + 1)] + tags
+
+
+@dataclass(frozen=True)
+class Unit:
+    """What one symbol stands for: a placeholder, or a tag pair (its opening and its closing tag)."""
+
+    spans: tuple[Span, ...]
+    texts: tuple[str, ...]
+
+    @property
+    def reserved(self) -> bool:
+        return self.spans[0].family == RESERVED
+
+
+def _tag_parts(text: str, span: Span) -> tuple[str, str] | None:
+    """("open" | "close", tag name) of a start or end tag of the tag family; None otherwise (empty tags too)."""
+    parts = TAG_PARTS.fullmatch(text, span.start, span.end) if span.family == TAG else None
+    if parts is None or parts.group(3):
+        return None
+    return ("close" if parts.group(1) else "open"), parts.group(2)
+
+
+def _pairs(text: str, spans: list[Span]) -> dict[int, int]:
+    """Opening span index -> closing span index of the tag pairs, matched by name as an HTML parser recovers: an end
+    tag closes the innermost open tag of its name, and leaves the open tags inside that one unpaired."""
+    pairs, open_tags = {}, []
+    for index, span in enumerate(spans):
+        parts = _tag_parts(text, span)
+        if parts is None:
+            continue
+        kind, name = parts
+        if kind == "open":
+            open_tags.append((name, index))
+            continue
+        depth = next((depth for depth in range(len(open_tags) - 1, -1, -1) if open_tags[depth][0] == name), None)
+        if depth is not None:
+            pairs[open_tags[depth][1]] = index
+            del open_tags[depth:]
+    return pairs
+
+
+def find_units(text: str, patterns: Patterns) -> list[Unit]:
+    """The units of `text` in order of their first span."""
+    spans = patterns.find(text)
+    pairs = _pairs(text, spans)
+    closing = set(pairs.values())
+    units = []
+    for index, span in enumerate(spans):
+        if index in closing:
+            continue
+        unit_spans = (span, spans[pairs[index]]) if index in pairs else (span,)
+        units.append(Unit(unit_spans, tuple(text[part.start:part.end] for part in unit_spans)))
+    return units
+
+
+def _symbols(units: list[Unit], counts: Counter) -> list[tuple[str, ...]]:
+    """The next symbols of `counts` (per kind, updated) for each unit in turn."""
+    symbols = []
+    for unit in units:
+        kind = "t" if len(unit.spans) == 2 else "ph"
+        counts[kind] += 1
+        symbols.append((f"{OPEN}{kind}{counts[kind]}{CLOSE}", f"{OPEN}/t{counts[kind]}{CLOSE}")[:len(unit.spans)])
+    return symbols
+
+
+def _render(text: str, units: list[Unit], symbols: list[tuple[str, ...]]) -> tuple[str, dict[str, str]]:
+    """`text` with each unit's spans replaced by its symbols; symbol -> original text."""
+    replaced = sorted((span.start, span.end, symbol, original) for unit, unit_symbols in zip(units, symbols)
+                      for span, symbol, original in zip(unit.spans, unit_symbols, unit.texts))
+    pieces, originals, position = [], {}, 0
+    for start, end, symbol, original in replaced:
+        pieces += [text[position:start], symbol]
+        originals[symbol] = original
+        position = end
+    pieces.append(text[position:])
+    return "".join(pieces), originals
+
+
+def mask(text: str, patterns: Patterns) -> tuple[str, dict[str, str]]:
+    """`text` with every placeholder replaced by its symbol, and each symbol's original text."""
+    units = find_units(text, patterns)
+    return _render(text, units, _symbols(units, Counter()))
+
+
+@dataclass
+class PairMasking:
+    """What `mask_pair` did to a corpus: lines and units masked, units left as text (on one side only)."""
+
+    lines: int = 0
+    masked: int = 0
+    one_sided: int = 0
+
+
+def mask_pair(src: str, tgt: str, patterns: Patterns, stats: PairMasking | None = None) -> tuple[str, str]:
+    """A training pair with the placeholders both sides have masked alike: a unit of the source takes the same
+    symbol as the first unmatched unit of the target with the same text (a tag pair: the same opening and closing
+    tag). Units of one side only are left as text, so that the model never learns to drop or invent a symbol;
+    runs of reserved brackets are masked on each side all the same (see the module's doc)."""
+    src_units, tgt_units = find_units(src, patterns), find_units(tgt, patterns)
+    waiting: dict[tuple[str, ...], list[int]] = {}
+    for index, unit in enumerate(tgt_units):
+        waiting.setdefault(unit.texts, []).append(index)
+    matches = [(unit, tgt_units[waiting[unit.texts].pop(0)]) for unit in src_units if waiting.get(unit.texts)]
+    counts = Counter()
+    symbols = _symbols([src_unit for src_unit, _ in matches], counts)
+    matched = {id(unit) for pair in matches for unit in pair}
+    own = [[unit for unit in units if unit.reserved and id(unit) not in matched] for units in (src_units, tgt_units)]
+    src_symbols, tgt_symbols = symbols + _symbols(own[0], counts), symbols + _symbols(own[1], counts)
+    if stats is not None:
+        stats.lines += bool(matches)
+        stats.masked += len(matches)
+        stats.one_sided += len(src_units) + len(tgt_units) - 2 * len(matches)
+    return (_render(src, [unit for unit, _ in matches] + own[0], src_symbols)[0],
+            _render(tgt, [unit for _, unit in matches] + own[1], tgt_symbols)[0])
+
+
+def restore(hypothesis: str, originals: dict[str, str]) -> str:
+    """`hypothesis` with each symbol replaced by its original text; a symbol the source did not have is dropped
+    (never shown to a user); `check` counts both."""
+    return SYMBOL.sub(lambda match: originals.get(match.group(), ""), hypothesis)
+
+
+@dataclass(frozen=True)
+class Check:
+    """How a masked translation keeps its masked source's symbols: each symbol (names as `ph1`, `t1`, `/t1`) the
+    source has and it lacks, it has and the source lacks, it has more often than the source; the tag pairs it
+    closes before opening or across another pair; and its reserved brackets outside any symbol (a broken one)."""
+
+    missing: tuple[str, ...] = ()
+    extra: tuple[str, ...] = ()
+    duplicated: tuple[str, ...] = ()
+    misnested: tuple[str, ...] = ()
+    stray: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self == Check()
+
+
+def _names(text: str) -> list[str]:
+    return [f"{match.group(1)}{match.group(2)}{match.group(3)}" for match in SYMBOL.finditer(text)]
+
+
+def _misnested(names: list[str]) -> tuple[str, ...]:
+    """The tag pairs of `names` that are not properly nested (a close before its open, or across another pair)."""
+    bad, open_tags = set(), []
+    for name in names:
+        if name.startswith("t"):
+            open_tags.append(name)
+        elif name.startswith("/t"):
+            pair = name[1:]
+            if pair in open_tags:  # the pairs opened inside it and still open cross it
+                depth = len(open_tags) - 1 - open_tags[::-1].index(pair)
+                bad.update(open_tags[depth:] if depth < len(open_tags) - 1 else ())
+                del open_tags[depth:]
+            else:
+                bad.add(pair)
+    bad.update(name for name in open_tags if f"/{name}" in names)
+    return tuple(sorted(bad))
+
+
+def check(source_masked: str, hypothesis_masked: str) -> Check:
+    """Whether a masked translation has each symbol of its masked source exactly once, no other, and its tag pairs
+    properly nested (the check after decoding, for an engine that cannot constrain its search)."""
+    source, hypothesis = Counter(_names(source_masked)), Counter(_names(hypothesis_masked))
+    stray = len(re.findall(f"[{OPEN}{CLOSE}]", SYMBOL.sub("", hypothesis_masked)))
+    return Check(missing=tuple(sorted(source - hypothesis)), extra=tuple(sorted(hypothesis.keys() - source.keys())),
+                 duplicated=tuple(sorted(name for name in source if hypothesis[name] > source[name] > 0)),
+                 misnested=_misnested(_names(hypothesis_masked)), stray=stray)

@@ -1,0 +1,219 @@
+"""nmtkit.placeholders: the families, leftmost-longest search, mask -> restore round trips (property tests), the
+pairing of tags, training pairs, the check after decoding, and pattern files."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nmtkit.errors import NmtkitError
+from nmtkit.placeholders import (
+    BUILTINS,
+    CLOSE,
+    OPEN,
+    PLACEHOLDER_SYMBOLS,
+    SYMBOL,
+    TAG_PAIR_SYMBOLS,
+    Check,
+    PairMasking,
+    Patterns,
+    check,
+    load_patterns,
+    mask,
+    mask_pair,
+    reserved_symbols,
+    restore,
+)
+
+AUTO = load_patterns("auto")
+EXAMPLES = [example for family in BUILTINS.values() for example in family.examples]
+WORDS = ["File", "not found", "Datei", "nicht gefunden", "文件", "未找到", "ファイル", "ملف", "файл", "ไฟล์",
+         "Cafe\u0301", " ", "  ", "\t", "100%", "50% done", "a < b", "x > y", "Tom & Jerry", "{", "}", "$", "<", ">",
+         "%", "&", ";", OPEN, CLOSE, f"{OPEN}ph1{CLOSE}", f"{OPEN}/t2{CLOSE}", "\u200f", "😀"]
+PIECES = st.sampled_from(EXAMPLES + WORDS) | st.text(max_size=6)
+TEXTS = st.lists(PIECES, max_size=12).map("".join)
+
+
+def symbols_in(text: str) -> list[str]:
+    return [match.group() for match in SYMBOL.finditer(text)]
+
+
+def spans_of(text: str, patterns: Patterns = AUTO) -> list[tuple[str, str]]:
+    return [(text[span.start:span.end], span.family) for span in patterns.find(text)]
+
+
+@pytest.mark.parametrize("family", list(BUILTINS.values()), ids=list(BUILTINS))
+def test_each_example_is_one_span_of_its_family(family):
+    for example in family.examples:
+        assert spans_of(f"x {example} y") == [(example, family.name)], example
+
+
+def test_text_that_only_looks_like_a_placeholder_is_text():
+    for text in ("100% sure", "50% done", "a < b and c > d", "Tom & Jerry; Ben", "costs $5", "<user@example.org>",
+                 "{ }", "100 %", "x <= y"):
+        assert spans_of(text) == [], text
+
+
+def test_leftmost_then_longest():
+    assert spans_of("%1$s") == [("%1$s", "printf")]  # not qt's %1
+    assert spans_of("${HOME}") == [("${HOME}", "shell")]  # starts before brace's {HOME}
+    assert spans_of("%1s%2") == [("%1s", "printf"), ("%2", "qt")]
+    assert spans_of("%%s") == [("%%", "printf")]  # an escaped percent, then text
+
+
+def test_mask_numbers_by_appearance_and_restores():
+    text = "Copy <b>%s</b> to %d{0}"
+    masked, originals = mask(text, AUTO)
+    assert masked == f"Copy {OPEN}t1{CLOSE}{OPEN}ph1{CLOSE}{OPEN}/t1{CLOSE} to {OPEN}ph2{CLOSE}{OPEN}ph3{CLOSE}"
+    assert originals[f"{OPEN}ph3{CLOSE}"] == "{0}"
+    assert restore(masked, originals) == text
+
+
+@pytest.mark.parametrize("text", ["%s", "<br/>", "  %s\t", "word%sword", "Datei%1$swird", "文件%s未找到", "<b></b>"])
+def test_only_a_placeholder_or_inside_a_word(text):
+    masked, originals = mask(text, AUTO)
+    assert not any(example in masked for example in ("%s", "%1$s", "<b>", "<br/>"))
+    assert restore(masked, originals) == text
+
+
+def test_nested_misnested_and_unpaired_tags():
+    masked, originals = mask("<b><i>x</i></b> <b><i>y</b></i> </u> <file>", AUTO)
+    t, ph = f"{OPEN}t{{}}{CLOSE}", f"{OPEN}ph{{}}{CLOSE}"
+    assert masked == (f"{t.format(1)}{t.format(2)}x{OPEN}/t2{CLOSE}{OPEN}/t1{CLOSE} "  # nested: two pairs
+                      f"{t.format(3)}{ph.format(1)}y{OPEN}/t3{CLOSE}{ph.format(2)} "  # <i> left open inside <b>
+                      f"{ph.format(3)} {ph.format(4)}")  # a lone end tag; a usage mark such as <file>
+    assert originals[f"{OPEN}t3{CLOSE}"] == "<b>" and originals[ph.format(2)] == "</i>"
+
+
+def test_reserved_brackets_in_the_input_are_masked_and_come_back():
+    text = f"literal {OPEN}ph1{CLOSE} and {OPEN}{OPEN}/t1{CLOSE} %s"
+    masked, originals = mask(text, AUTO)
+    assert masked.count(OPEN) == masked.count(CLOSE) == len(symbols_in(masked)) == len(originals)
+    assert restore(masked, originals) == text
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(TEXTS)
+def test_mask_restore_round_trip_is_byte_identical(text):
+    masked, originals = mask(text, AUTO)
+    assert restore(masked, originals) == text
+    assert restore(masked, originals).encode("utf-8") == text.encode("utf-8")
+    assert sorted(symbols_in(masked)) == sorted(originals)  # each symbol once
+    assert check(masked, masked).ok
+
+
+@settings(max_examples=200, deadline=None)
+@given(TEXTS)
+def test_spans_are_ordered_non_overlapping_and_deterministic(text):
+    spans = AUTO.find(text)
+    assert all(0 <= span.start < span.end <= len(text) for span in spans)
+    assert all(left.end <= right.start for left, right in zip(spans, spans[1:]))
+    assert spans == AUTO.find(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(TEXTS, TEXTS)
+def test_training_pairs_share_their_symbols_but_reserved_brackets(src, tgt):
+    src_masked, tgt_masked = mask_pair(src, tgt, AUTO)
+    for masked in (src_masked, tgt_masked):
+        assert masked.count(OPEN) == masked.count(CLOSE) == len(symbols_in(masked)) == len(set(symbols_in(masked)))
+    reserved_runs = sum(len(re.findall(f"[{OPEN}{CLOSE}]+", text)) for text in (src, tgt))
+    assert len(set(symbols_in(src_masked)) ^ set(symbols_in(tgt_masked))) <= reserved_runs
+
+
+def test_mask_pair_masks_what_both_sides_have():
+    stats = PairMasking()
+    src, tgt = mask_pair("Open %s in <b>%d</b> now", "In <b>%d</b> %1$s öffnen", AUTO, stats)
+    assert src == f"Open %s in {OPEN}t1{CLOSE}{OPEN}ph1{CLOSE}{OPEN}/t1{CLOSE} now"
+    assert tgt == f"In {OPEN}t1{CLOSE}{OPEN}ph1{CLOSE}{OPEN}/t1{CLOSE} %1$s öffnen"
+    assert (stats.lines, stats.masked, stats.one_sided) == (1, 2, 2)
+
+
+def test_mask_pair_matches_repeated_placeholders_in_order():
+    src, tgt = mask_pair("%s of %s", "%s von %s", AUTO)
+    assert src == tgt.replace(" von ", " of ") == f"{OPEN}ph1{CLOSE} of {OPEN}ph2{CLOSE}"
+
+
+def test_restore_drops_symbols_the_source_did_not_have():
+    assert restore(f"a {OPEN}ph1{CLOSE} b {OPEN}ph7{CLOSE}", {f"{OPEN}ph1{CLOSE}": "%s"}) == "a %s b "
+
+
+def test_check_reports_missing_extra_duplicated_misnested_and_broken_symbols():
+    source = f"{OPEN}ph1{CLOSE} {OPEN}t1{CLOSE}a{OPEN}/t1{CLOSE} {OPEN}ph2{CLOSE}"
+    hypothesis = f"{OPEN}ph1{CLOSE}{OPEN}ph1{CLOSE} {OPEN}/t1{CLOSE}a{OPEN}t1{CLOSE} {OPEN}ph3{CLOSE} {OPEN}ph"
+    assert check(source, hypothesis) == Check(missing=("ph2",), extra=("ph3",), duplicated=("ph1",),
+                                              misnested=("t1",), stray=1)
+    crossed = f"{OPEN}t1{CLOSE}{OPEN}t2{CLOSE}a{OPEN}/t1{CLOSE}{OPEN}/t2{CLOSE}"
+    assert check(crossed, crossed).misnested == ("t1", "t2")
+    assert check(source, source).ok and not check(source, "").ok
+
+
+def test_reserved_symbols_cover_the_numbers_mask_uses():
+    symbols = reserved_symbols()
+    assert len(symbols) == len(set(symbols)) == PLACEHOLDER_SYMBOLS + 2 * TAG_PAIR_SYMBOLS
+    masked, _ = mask("<b>%s</b>" * 3, AUTO)
+    assert set(symbols_in(masked)) <= set(symbols) and all(SYMBOL.fullmatch(symbol) for symbol in symbols)
+
+
+def test_none_masks_nothing_and_auto_is_every_builtin():
+    assert load_patterns("none") is None
+    assert AUTO.as_dict() == {name: family.regex for name, family in BUILTINS.items()}
+    assert Patterns.from_dict(AUTO.as_dict()).find("a %s <b>") == AUTO.find("a %s <b>")
+
+
+def test_a_tab_separated_pattern_file(tmp_path):
+    path = tmp_path / "patterns.tsv"
+    path.write_text("# ours first, then two built-ins\nticket\tTICKET-[0-9]+\nprintf\n\ntag\n", encoding="utf-8")
+    patterns = load_patterns(str(path))
+    assert [family.name for family in patterns.families] == ["ticket", "printf", "tag", "reserved"]
+    assert mask("See TICKET-12 for %s {0}", patterns)[0] == f"See {OPEN}ph1{CLOSE} for {OPEN}ph2{CLOSE} {{0}}"
+
+
+def test_a_yaml_pattern_file(tmp_path):
+    path = tmp_path / "patterns.yaml"
+    path.write_text("ticket: 'TICKET-[0-9]+'\nentity:\n", encoding="utf-8")
+    assert load_patterns(str(path)).as_dict() == {"ticket": "TICKET-[0-9]+", "entity": BUILTINS["entity"].regex}
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("ok\tx+\nbad\t[a-\n", r"patterns\.tsv:2: family 'bad': bad regular expression"),
+    ("maybe\tx*\n", r"patterns\.tsv:1: family 'maybe': the pattern can match the empty string"),
+    ("edge\t\\b\n", r"patterns\.tsv:1: .*empty string"),
+    ("ahead\t(?=x)\n", r"patterns\.tsv:1: .*empty string"),
+    ("printf\nprintf\n", r"patterns\.tsv:2: family 'printf' is given twice"),
+    ("mine\n", r"patterns\.tsv:1: 'mine' is no built-in family"),
+    ("reserved\tx\n", r"patterns\.tsv:1: 'reserved' is not a family name"),
+    ("# nothing\n", r"names no family"),
+])
+def test_bad_pattern_files_are_one_line_errors(tmp_path, content, message):
+    path = tmp_path / "patterns.tsv"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(NmtkitError, match=message) as error:
+        load_patterns(str(path))
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("a: [x\n", r"not valid YAML"),
+    ("- x\n", r"a mapping of family names"),
+    ("ok: x\nbad: '(x'\n", r"patterns\.yaml:2: family 'bad': bad regular expression"),
+    ("list: [x]\n", r"patterns\.yaml:1: the pattern of 'list' must be a string"),
+])
+def test_bad_yaml_pattern_files_are_one_line_errors(tmp_path, content, message):
+    path = tmp_path / "patterns.yaml"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(NmtkitError, match=message):
+        load_patterns(str(path))
+
+
+def test_an_unknown_spec_is_an_error(tmp_path):
+    with pytest.raises(NmtkitError, match="neither auto, none nor a pattern file"):
+        load_patterns(str(tmp_path / "missing.tsv"))
+
+
+def test_long_lines_search_in_linear_time():
+    text = "<a b c d e f " * 2000 + "%s"
+    assert spans_of(text) == [("%s", "printf")]
