@@ -217,3 +217,14 @@ def test_an_unknown_spec_is_an_error(tmp_path):
 def test_long_lines_search_in_linear_time():
     text = "<a b c d e f " * 2000 + "%s"
     assert spans_of(text) == [("%s", "printf")]
+
+
+def test_placeholder_stats_counts_a_catalog(tmp_path, capsys):
+    from scripts import load_script
+    from test_messages import write_catalog
+
+    stats = load_script("benchmarks/placeholder_stats.py", "placeholder_stats")
+    write_catalog(tmp_path, "demo.mo", [("Open %s", "Öffne %s"), ("Copy %s to %s", "%2$s nach %1$s kopieren"),
+                                        ("Hello", "Hallo"), ("Bye <b>now</b>", "Tschüss jetzt")])
+    assert stats.main(["--langs", "xx_YY", "--locale-dir", str(tmp_path)]) == 0
+    assert "| xx_YY | 4 | 3 (75.0%) | 1 (33.3%) | 2 (66.7%) |" in capsys.readouterr().out
