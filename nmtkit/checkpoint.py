@@ -45,16 +45,17 @@ def save_atomic(payload: dict, path: Path) -> None:
 
 def make_payload(config: Config, model: EncoderDecoder, subwords: tuple[Subword, Subword],
                  train_state: dict | None = None, langs: tuple[str | None, str | None] = (None, None),
-                 tags: dict[str, int] | None = None) -> dict:
+                 tags: dict[str, int] | None = None, placeholders: dict | None = None) -> dict:
     """A checkpoint: config, subword models, the data's languages (from `prepare --src-lang/--tgt-lang`), weights
     and, for last.pt, the training state. The subword models record their own normalization (`Subword.settings`);
-    a multilingual model's `tags` map each target language to the id of its tag."""
+    a multilingual model's `tags` map each target language to the id of its tag; `placeholders` is the data's
+    masking rule (the manifest's "placeholders": the pattern families by content), None when it masked nothing."""
     from nmtkit.config import to_dict
 
     return {"format": FORMAT, "nmtkit_version": __version__, "config": to_dict(config),
             "subword": {"src": subwords[0].proto, "tgt": subwords[1].proto,
                         "joint": subwords[0] is subwords[1]},
-            "langs": {"src": langs[0], "tgt": langs[1], "tags": dict(tags or {})},
+            "langs": {"src": langs[0], "tgt": langs[1], "tags": dict(tags or {})}, "placeholders": placeholders,
             "model": model.state_dict(), "train_state": train_state}
 
 
@@ -85,6 +86,7 @@ class LoadedModel:
     tgt_subword: Subword
     langs: tuple[str | None, str | None] = (None, None)  # unknown for checkpoints written before nmtkit kept them
     tags: dict[str, int] = field(default_factory=dict)  # a multilingual model's target languages and their tag ids
+    placeholders: dict | None = None  # the training data's placeholder masking (see make_payload); None: none
 
 
 def restore_model(payload: dict[str, Any], device: torch.device) -> LoadedModel:
@@ -99,7 +101,7 @@ def restore_model(payload: dict[str, Any], device: torch.device) -> LoadedModel:
         raise NmtkitError(f"checkpoint weights do not match its config: {str(error).splitlines()[0]}") from error
     langs = payload.get("langs") or {}
     return LoadedModel(config, model.to(device).eval(), src_subword, tgt_subword, (langs.get("src"), langs.get("tgt")),
-                       langs.get("tags") or {})
+                       langs.get("tags") or {}, payload.get("placeholders"))
 
 
 def step_checkpoints(run_dir: Path) -> list[Path]:

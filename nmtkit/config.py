@@ -61,6 +61,10 @@ class DataConfig:
            "each further one sampled anew (BPE-dropout for bpe, sampling from the unigram model's segmentations); "
            "an epoch of training then passes over every copy")
     subword_alpha: float = option(0.1, "subword sampling: BPE-dropout probability (bpe) or smoothing (unigram)")
+    placeholders: str = option(
+        "none", "mask placeholders and markup (printf directives, format fields, tags, entities...) in the training "
+        "pairs to reserved symbols that the vocabulary holds as single pieces: none, auto (every built-in family) or "
+        "a pattern file (see docs/prepare.md); a placeholder only one side of a pair has stays text")
 
     def __post_init__(self):
         if self.subword_samples < 1:

@@ -25,8 +25,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from nmtkit.errors import NmtkitError
 
 try:  # Python 3.11+
@@ -147,6 +145,8 @@ def _family(where: str, name: str, regex: str | None, seen: set[str]) -> Family:
 
 def _read_yaml(path: Path) -> list[tuple[str, str, str | None]]:
     """(where, name, regex) of each entry of a YAML mapping `name: regex` (`name:` alone: a built-in family)."""
+    import yaml  # here, not at the top: PyYAML takes 30 ms to import, and only pattern files in YAML need it
+
     try:
         node = yaml.compose(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as error:

@@ -90,6 +90,7 @@ class Trainer:
         manifest = read_manifest(data_dir)
         self.langs = (manifest.get("src_lang"), manifest.get("tgt_lang"))
         self.tags, self.pairs = manifest.get("tags", {}), language_pairs(manifest)  # multilingual data
+        self.placeholders = manifest.get("placeholders")  # the data's masking rule, recorded in every checkpoint
         self.bleu_tokenizer = "per target language" if self.pairs else default_tokenizer(self.langs[1])
         self.subwords = load_subwords(data_dir)
         self.model = self._build_model()
@@ -163,7 +164,7 @@ class Trainer:
 
     def save(self, name: str, train_state: dict | None = None) -> None:
         save_atomic(make_payload(self.config, self.model, self.subwords, train_state, self.langs,
-                                 self.tags), self.out_dir / name)
+                                 self.tags, self.placeholders), self.out_dir / name)
 
     def save_last(self) -> None:
         """Write last.pt with the random state of every process; every process calls this, rank 0 writes."""
@@ -362,7 +363,7 @@ class Trainer:
 
     # ---------------------------------------------------------------- validation
     def dev_scores(self) -> tuple[float, float]:
-        loaded = LoadedModel(self.config, self.model.eval(), *self.subwords, self.langs, self.tags)
+        loaded = LoadedModel(self.config, self.model.eval(), *self.subwords, self.langs, self.tags, self.placeholders)
         return dev_scores(loaded, self.dev_data, self.data_dir, self.device, self.pairs,
                           self.config.train.valid_max_sentences)
 

@@ -3,12 +3,21 @@ pairing of tags, training pairs, the check after decoding, and pattern files."""
 
 from __future__ import annotations
 
+import json
+import random
 import re
+from pathlib import Path
 
 import pytest
+import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from nmtkit.checkpoint import load_checkpoint, restore_model
+from nmtkit.config import DataConfig
+from nmtkit.data.corpora import Corpus
+from nmtkit.data.prepare import SplitFiles, load_subwords, prepare_data
+from nmtkit.data.prepare_corpora import prepare_corpora
 from nmtkit.errors import NmtkitError
 from nmtkit.placeholders import (
     BUILTINS,
@@ -27,6 +36,8 @@ from nmtkit.placeholders import (
     reserved_symbols,
     restore,
 )
+from nmtkit.run_config import build_config
+from nmtkit.training import Trainer
 
 AUTO = load_patterns("auto")
 EXAMPLES = [example for family in BUILTINS.values() for example in family.examples]
@@ -228,3 +239,81 @@ def test_placeholder_stats_counts_a_catalog(tmp_path, capsys):
                                         ("Hello", "Hallo"), ("Bye <b>now</b>", "Tschüss jetzt")])
     assert stats.main(["--langs", "xx_YY", "--locale-dir", str(tmp_path)]) == 0
     assert "| xx_YY | 4 | 3 (75.0%) | 1 (33.3%) | 2 (66.7%) |" in capsys.readouterr().out
+
+
+def placeholder_corpus(count: int, seed: int = 0) -> list[tuple[str, str]]:
+    """Pairs whose sides share printf directives and bold tags in varying numbers, some with a one-sided `%d`."""
+    rng = random.Random(seed)
+    words = [("open", "öffnen"), ("file", "Datei"), ("the", "die"), ("now", "jetzt"), ("saved", "gespeichert")]
+    pairs = []
+    for index in range(count):
+        chosen = rng.choices(words, k=rng.randint(2, 5))
+        marks = rng.choices(["%s", "<b>{}</b>", "%.250s", "{0}"], k=rng.randint(0, 3))
+        src = " ".join(en for en, _ in chosen) + " " + " ".join(mark.format("x") for mark in marks)
+        tgt = " ".join(de for _, de in chosen) + " " + " ".join(mark.format("y") for mark in reversed(marks))
+        pairs.append((src + (" %d" if index % 7 == 0 else ""), tgt))
+    return pairs
+
+
+def write_split(folder: Path, name: str, pairs: list[tuple[str, str]]) -> SplitFiles:
+    for side, lines in (("src", [src for src, _ in pairs]), ("tgt", [tgt for _, tgt in pairs])):
+        (folder / f"{name}.{side}").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return SplitFiles(folder / f"{name}.src", folder / f"{name}.tgt", name=name)
+
+
+@pytest.mark.parametrize("normalization", ["identity", "nmt_nfkc"])
+def test_the_vocabulary_holds_each_symbol_as_one_piece(tmp_path, normalization):
+    splits = {"train": write_split(tmp_path, "train", placeholder_corpus(60))}
+    config = DataConfig(subword="bpe", vocab_size=150, placeholders="auto", normalization=normalization)
+    prepare_data(splits, tmp_path / "data", config)
+    subword, _ = load_subwords(tmp_path / "data")
+    for symbol in reserved_symbols():
+        assert subword.pieces(symbol)[-1] == symbol and subword.pieces(f"x{symbol}y").count(symbol) == 1
+    masked = mask("Datei%swird <b>gespeichert</b>", AUTO)[0]
+    assert subword.decode(subword.encode([masked]))[0] == masked
+
+
+def test_prepare_masks_train_keeps_dev_and_the_checkpoint_records_the_rule(tmp_path):
+    splits = {"train": write_split(tmp_path, "train", placeholder_corpus(200)),
+              "dev": write_split(tmp_path, "dev", placeholder_corpus(10, seed=1))}
+    manifest = prepare_data(splits, tmp_path / "data", DataConfig(subword="bpe", vocab_size=150, placeholders="auto"))
+    record = manifest["placeholders"]
+    assert record["rule"] == "auto" and record["families"] == AUTO.as_dict()
+    assert record["reserved_symbols"] == len(reserved_symbols()) and record["train"]["one_sided"] > 0
+    train_src = (tmp_path / "data" / "train.src.txt").read_text(encoding="utf-8")
+    assert "%s" not in train_src and "<b>" not in train_src and " %d\n" in train_src  # one-sided: text
+    assert (tmp_path / "data" / "dev.src.txt").read_bytes() == (tmp_path / "dev.src").read_bytes()
+    assert json.loads((tmp_path / "data" / "manifest.json").read_text(encoding="utf-8"))["placeholders"] == record
+
+    config = build_config({"model": {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32},
+                           "train": {"batch_tokens": 256, "warmup": 5, "max_steps": 20, "valid_every": 20,
+                                     "valid_bleu": False, "threads": 1, "amp": "none", "device": "cpu"}})
+    Trainer(config, tmp_path / "data", tmp_path / "run").run()
+    for name in ("model.pt", "last.pt"):
+        loaded = restore_model(load_checkpoint(tmp_path / "run" / name), torch.device("cpu"))
+        assert loaded.placeholders == record
+        assert Patterns.from_dict(loaded.placeholders["families"]).find("a %s") == AUTO.find("a %s")
+
+
+def test_prepare_without_placeholders_records_none_and_a_reused_vocabulary_needs_the_symbols(tmp_path):
+    splits = {"train": write_split(tmp_path, "train", placeholder_corpus(60))}
+    manifest = prepare_data(splits, tmp_path / "plain", DataConfig(subword="bpe", vocab_size=150))
+    assert manifest["placeholders"] is None
+    assert "%s" in (tmp_path / "plain" / "train.src.txt").read_text(encoding="utf-8")
+    with pytest.raises(NmtkitError, match="symbols this subword model lacks"):
+        prepare_data(splits, tmp_path / "masked", DataConfig(subword="bpe", vocab_size=150, placeholders="auto"),
+                     subwords=load_subwords(tmp_path / "plain"))
+    with pytest.raises(NmtkitError, match="neither auto, none nor a pattern file"):
+        prepare_data(splits, tmp_path / "bad", DataConfig(placeholders=str(tmp_path / "missing.tsv")))
+
+
+def test_prepare_corpora_masks_every_corpus_with_one_rule(tmp_path):
+    rules = tmp_path / "rules.tsv"
+    rules.write_text("printf\n", encoding="utf-8")
+    corpora = [Corpus("a", {"train": write_split(tmp_path, "train", placeholder_corpus(60))}),
+               Corpus("b", {"train": write_split(tmp_path, "more", placeholder_corpus(60, seed=2))}, tag="<bt>")]
+    manifest = prepare_corpora(corpora, tmp_path / "data", DataConfig(subword="bpe", vocab_size=150,
+                                                                      placeholders=str(rules)))
+    assert manifest["placeholders"]["families"] == {"printf": BUILTINS["printf"].regex}
+    train_src = (tmp_path / "data" / "train.src.txt").read_text(encoding="utf-8")
+    assert "%s" not in train_src and "<b>" in train_src and f"{OPEN}ph1{CLOSE}" in train_src

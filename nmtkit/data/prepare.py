@@ -7,7 +7,7 @@ import json
 import logging
 import random
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TextIO
 
@@ -17,8 +17,9 @@ from nmtkit.config import DataConfig
 from nmtkit.data.corpus import FilterStats, filter_pairs, iter_lines, iter_parallel, iter_tsv, median_length_ratio
 from nmtkit.data.dataset import TokenWriter
 from nmtkit.data.staging import staged_output
-from nmtkit.data.subword import Subword, train_subword
+from nmtkit.data.subword import UNK, Subword, train_subword
 from nmtkit.errors import NmtkitError
+from nmtkit.placeholders import PairMasking, Patterns, load_patterns, mask_pair, reserved_symbols
 
 log = logging.getLogger(__name__)
 SPLITS = ("train", "dev", "test")
@@ -58,6 +59,48 @@ class SplitFiles:
         return sum(1 for _ in self.pairs())
 
 
+@dataclass
+class TrainingMasking:
+    """How prepare masks the placeholders of the training pairs (`data.placeholders`; `nmtkit.placeholders`): the
+    pattern set (None: nothing is masked) and the counts of what was masked.
+
+    Only train is masked: dev and test stay as the user gave them, since they stand for what users translate and
+    validation translates dev as `translate` does (so dev loss is measured on unmasked pairs)."""
+
+    patterns: Patterns | None
+    counts: PairMasking = field(default_factory=PairMasking)
+
+    @classmethod
+    def of(cls, config: DataConfig) -> TrainingMasking:
+        return cls(load_patterns(config.placeholders))
+
+    def pairs(self, pairs: Iterable[tuple[str, str]]) -> Iterable[tuple[str, str]]:
+        """`pairs` with the placeholders both sides have masked alike (`mask_pair`)."""
+        if self.patterns is None:
+            return pairs
+        return (mask_pair(src, tgt, self.patterns, self.counts) for src, tgt in pairs)
+
+    @property
+    def symbols(self) -> list[str]:
+        """The user-defined symbols the subword model(s) must hold."""
+        return reserved_symbols() if self.patterns is not None else []
+
+    def check_vocabulary(self, subwords: tuple[Subword, Subword]) -> None:
+        """An error for a reused subword model without the reserved symbols."""
+        if any(subword.processor.piece_to_id(symbol) == UNK for subword in subwords for symbol in self.symbols):
+            raise NmtkitError("data.placeholders masks placeholders to symbols this subword model lacks (it was "
+                              "trained without data.placeholders); prepare with data.placeholders=none")
+
+    def record(self, rule: str) -> dict | None:
+        """The manifest's "placeholders": the rule, its families by content, the symbols reserved, the counts."""
+        if self.patterns is None:
+            return None
+        log.info("placeholders: %d masked in %d training pairs; %d left as text (on one side only)",
+                 self.counts.masked, self.counts.lines, self.counts.one_sided)
+        return {"rule": rule, "families": self.patterns.as_dict(), "reserved_symbols": len(self.symbols),
+                "train": asdict(self.counts)}
+
+
 def load_subwords(data_dir: Path) -> tuple[Subword, Subword]:
     """The (source, target) subword models of a data directory; the same object twice when joint."""
     joint = data_dir / "spm.model"
@@ -78,15 +121,15 @@ def subword_sample(paths: list[Path], count: int, config: DataConfig) -> Iterato
     return (line for line, keep in zip(lines, chosen) if keep)
 
 
-def _train_subwords(out: Path, count: int, config: DataConfig) -> tuple[Subword, Subword]:
-    """SentencePiece model(s) from the cleaned training text in `out` (`count` pairs)."""
+def _train_subwords(out: Path, count: int, config: DataConfig, symbols: list[str]) -> tuple[Subword, Subword]:
+    """SentencePiece model(s) from the cleaned training text in `out` (`count` pairs), holding `symbols`."""
     src, tgt = out / "train.src.txt", out / "train.tgt.txt"
     if config.joint:
-        model = train_subword(subword_sample([src, tgt], 2 * count, config), config, config.vocab_size)
+        model = train_subword(subword_sample([src, tgt], 2 * count, config), config, config.vocab_size, (), symbols)
         (out / "spm.model").write_bytes(model.proto)
         return model, model
-    src_model = train_subword(subword_sample([src], count, config), config, config.vocab_size)
-    tgt_model = train_subword(subword_sample([tgt], count, config), config, config.vocab_size)
+    src_model = train_subword(subword_sample([src], count, config), config, config.vocab_size, (), symbols)
+    tgt_model = train_subword(subword_sample([tgt], count, config), config, config.vocab_size, (), symbols)
     (out / "spm.src.model").write_bytes(src_model.proto)
     (out / "spm.tgt.model").write_bytes(tgt_model.proto)
     return src_model, tgt_model
@@ -196,18 +239,22 @@ def prepare_data(splits: dict[str, SplitFiles], out: Path, config: DataConfig,
 
 def _write_data(splits: dict[str, SplitFiles], out: Path, config: DataConfig, langs: tuple[str, str],
                 subwords: tuple[Subword, Subword] | None) -> dict:
+    masking = TrainingMasking.of(config)
+    if subwords is not None:
+        masking.check_vocabulary(subwords)
     stats = check_and_measure(splits)
-    kept = write_text("train", filter_pairs(splits["train"].pairs(), config, stats), out)
+    kept = write_text("train", masking.pairs(filter_pairs(splits["train"].pairs(), config, stats)), out)
     report_filters("train", stats)
     if not kept:
         raise NmtkitError("no training pairs are left after filtering; check the input and the filter settings")
     for name in SPLITS[1:]:
         if name in splits:
             write_text(name, splits[name].pairs(), out)
-    models = _train_subwords(out, kept, config) if subwords is None else keep_subwords(out, subwords)
+    models = _train_subwords(out, kept, config, masking.symbols) if subwords is None else keep_subwords(out, subwords)
     manifest = {"format": 1, "src_lang": langs[0], "tgt_lang": langs[1], "data": asdict(config),
                 "vocab": {"src": models[0].vocab_size, "tgt": models[1].vocab_size},
                 "subword": {"src": models[0].settings, "tgt": models[1].settings, "reused": subwords is not None},
+                "placeholders": masking.record(config.placeholders),
                 "filter": stats.as_dict(), "splits": {}}
     for name in (name for name in SPLITS if name in splits):
         manifest["splits"][name] = binarize(name, models, out, config=config)

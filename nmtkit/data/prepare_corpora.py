@@ -26,6 +26,7 @@ from nmtkit.data.multilingual import tag
 from nmtkit.data.prepare import (
     SPLITS,
     SourcePrefixes,
+    TrainingMasking,
     binarize,
     check_and_measure,
     report_filters,
@@ -60,15 +61,16 @@ def prepare_corpora(corpora: list[Corpus], out: Path, config: DataConfig, langs:
 
 
 def _write_split(name: str, corpora: list[Corpus], config: DataConfig, stats: list[FilterStats],
-                 out: Path) -> list[int]:
-    """`{name}.{src,tgt}.txt`: every corpus' lines in turn (train filtered), streamed; the lines of each corpus."""
+                 out: Path, masking: TrainingMasking) -> list[int]:
+    """`{name}.{src,tgt}.txt`: every corpus' lines in turn (train filtered and masked), streamed; the lines of each
+    corpus."""
     counts = []
     with open(out / f"{name}.src.txt", "w", encoding="utf-8") as src, \
             open(out / f"{name}.tgt.txt", "w", encoding="utf-8") as tgt:
         for corpus, corpus_stats in zip(corpora, stats):
             with naming(corpus):
                 if name == "train":
-                    pairs = filter_pairs(corpus.splits[name].pairs(), config, corpus_stats)
+                    pairs = masking.pairs(filter_pairs(corpus.splits[name].pairs(), config, corpus_stats))
                 else:
                     pairs = corpus.splits[name].pairs() if name in corpus.splits else iter(())
                 counts.append(write_pairs(pairs, src, tgt))
@@ -81,9 +83,10 @@ def _measure(corpus: Corpus) -> FilterStats:
 
 
 def _write_corpora(corpora: list[Corpus], out: Path, config: DataConfig, langs: tuple[str, str]) -> dict:
+    masking = TrainingMasking.of(config)
     stats = [_measure(corpus) for corpus in corpora]
     split_names = [name for name in SPLITS if any(name in corpus.splits for corpus in corpora)]
-    counts = {name: _write_split(name, corpora, config, stats, out) for name in split_names}
+    counts = {name: _write_split(name, corpora, config, stats, out, masking) for name in split_names}
     for corpus, corpus_stats in zip(corpora, stats):
         report_filters(f"train {corpus.name}", corpus_stats)
         if not corpus_stats.kept:
@@ -94,9 +97,10 @@ def _write_corpora(corpora: list[Corpus], out: Path, config: DataConfig, langs: 
         sorted({corpus.tag for corpus in corpora if corpus.tag})
     kept = sum(counts["train"])
     model = train_subword(subword_sample([out / "train.src.txt", out / "train.tgt.txt"], 2 * kept, config), config,
-                          config.vocab_size, symbols)
+                          config.vocab_size, symbols, masking.symbols)
     (out / "spm.model").write_bytes(model.proto)
-    manifest = _manifest(corpora, config, model, stats, counts, langs)
+    manifest = _manifest(corpora, config, model, stats, counts, langs) | \
+        {"placeholders": masking.record(config.placeholders)}
     for name in split_names:
         line_corpus = np.repeat(np.arange(len(corpora)), counts[name])
         prefixes = _prefixes(corpora, model, multilingual, with_corpus_tags=name == "train")

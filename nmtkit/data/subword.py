@@ -70,9 +70,10 @@ class Subword:
 
 
 def train_subword(lines: Iterable[str], config: DataConfig, vocab_size: int,
-                  control_symbols: Sequence[str] = ()) -> Subword:
+                  control_symbols: Sequence[str] = (), user_symbols: Sequence[str] = ()) -> Subword:
     """Train SentencePiece on `lines` (prepare samples them down to `config.max_sentences`). `control_symbols`
-    (a multilingual model's language tags) get ids of their own that no text encodes to and that decode to nothing.
+    (a multilingual model's language tags) get ids of their own that no text encodes to and that decode to nothing;
+    `user_symbols` (masked placeholders) are one piece each wherever the text has them, never normalized.
 
     With the `identity` rule the text is taken as it is, spaces included (`remove_extra_whitespaces` off), so
     that decoding gives back every byte; the NFKC rules collapse spaces as SentencePiece always did."""
@@ -91,6 +92,7 @@ def train_subword(lines: Iterable[str], config: DataConfig, vocab_size: int,
         remove_extra_whitespaces=config.normalization != "identity",
         byte_fallback=byte_fallback,
         control_symbols=list(control_symbols),
+        user_defined_symbols=list(user_symbols),
         pad_id=PAD,
         unk_id=UNK,
         bos_id=BOS,
