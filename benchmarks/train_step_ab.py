@@ -34,7 +34,7 @@ if not Path(nmtkit.__file__).resolve().is_relative_to(Path.cwd().resolve()):
     sys.exit(f"error: nmtkit came from {Path(nmtkit.__file__).parent}, not from the checkout {Path.cwd()}")
 from nmtkit.config import load_yaml
 from nmtkit.run_config import build_config
-from nmtkit.training import Trainer
+from nmtkit.training.loop import Trainer
 args = json.loads(sys.argv[1])
 config = build_config(load_yaml(args["config"]))
 config.train.threads, config.train.amp, config.train.max_steps = args["threads"], args["amp"], 10**9

@@ -156,8 +156,8 @@ def train(
     SIGINT (Ctrl-C) or SIGTERM stops after the current update and saves last.pt (exit status 130 or 143);
     `--resume` continues exactly from there. Under torchrun (`torchrun --nproc-per-node=N -m nmtkit train ...`)
     each process trains on its share of every update's batches."""
-    from nmtkit.train_config import train_config
-    from nmtkit.training import train as run_training
+    from nmtkit.training.config import train_config
+    from nmtkit.training.loop import train as run_training
 
     if gpus > 1 and "LOCAL_RANK" not in os.environ:
         raise typer.Exit(_launch_on_gpus(gpus))

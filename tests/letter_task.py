@@ -9,7 +9,7 @@ from pathlib import Path
 from nmtkit.config import DataConfig
 from nmtkit.data.prepare import SplitFiles, prepare_data
 from nmtkit.run_config import build_config
-from nmtkit.training import Trainer
+from nmtkit.training.loop import Trainer
 
 LETTERS = "abcdefgh"
 

@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 from nmtkit.checkpoint import load_checkpoint
 from nmtkit.cli import app
 from nmtkit.errors import NmtkitError
-from nmtkit.finetune import model_differences, vocabulary_of
 from nmtkit.run_config import build_config
-from nmtkit.training import Trainer, train
+from nmtkit.training.finetune import model_differences, vocabulary_of
+from nmtkit.training.loop import Trainer, train
 
 MODEL = {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32}
 

@@ -20,7 +20,7 @@ from nmtkit.data.prepare import load_subwords
 from nmtkit.errors import NmtkitError
 from nmtkit.inputs import Request
 from nmtkit.run_config import build_config
-from nmtkit.training import train
+from nmtkit.training.loop import train
 from nmtkit.translate import Translator
 
 WORDS = {"en": "one two three four five six".split(), "de": "eins zwei drei vier fuenf sechs".split(),

@@ -10,10 +10,10 @@ import pytest
 import torch
 from training_runs import copy_task
 
-import nmtkit.training as training
+import nmtkit.training.loop as training
 from nmtkit.precision import MARGIN, auto_candidates, fastest, time_precisions
 from nmtkit.run_config import build_config
-from nmtkit.training import Trainer, train
+from nmtkit.training.loop import Trainer, train
 
 BF16, FP32 = torch.bfloat16, None
 
@@ -71,7 +71,7 @@ def losses(run: Path) -> list[float]:
 @pytest.mark.parametrize("measured, expected", [({FP32: 1.0, BF16: 0.5}, "bf16 autocast"),
                                                 ({FP32: 1.0, BF16: 1.5}, "float32")])
 def test_amp_auto_takes_what_it_measured_and_logs_it(data_dir, tmp_path, monkeypatch, caplog, measured, expected):
-    monkeypatch.setattr("nmtkit.training.auto_candidates", lambda device: [FP32, BF16])
+    monkeypatch.setattr("nmtkit.training.loop.auto_candidates", lambda device: [FP32, BF16])
     seen = []
 
     def fake_timings(run, candidates, device):
@@ -87,7 +87,7 @@ def test_amp_auto_takes_what_it_measured_and_logs_it(data_dir, tmp_path, monkeyp
 
 
 def test_measuring_does_not_change_the_run_and_resume_keeps_the_choice(data_dir, tmp_path, monkeypatch):
-    monkeypatch.setattr("nmtkit.training.auto_candidates", lambda device: [FP32, BF16])
+    monkeypatch.setattr("nmtkit.training.loop.auto_candidates", lambda device: [FP32, BF16])
     measured = {FP32: 1.0, BF16: 2.0}  # float32 wins: the run must equal amp=none exactly, measurement and all
     monkeypatch.setattr(training, "time_precisions",
                         lambda run, candidates, device: (run(FP32), run(BF16), measured)[-1])
@@ -104,7 +104,7 @@ def test_measuring_does_not_change_the_run_and_resume_keeps_the_choice(data_dir,
 
 
 def test_amp_auto_really_times_both_precisions(data_dir, tmp_path, monkeypatch):
-    monkeypatch.setattr("nmtkit.training.auto_candidates", lambda device: [FP32, BF16])
+    monkeypatch.setattr("nmtkit.training.loop.auto_candidates", lambda device: [FP32, BF16])
     trainer = Trainer(auto_config(), data_dir, tmp_path)
     trainer.settle_precision()
     assert trainer.progress.precision in ("float32", "bfloat16")

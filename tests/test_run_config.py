@@ -9,7 +9,7 @@ from nmtkit.config import DecodeConfig, TrainConfig, load_yaml, save_yaml
 from nmtkit.errors import NmtkitError
 from nmtkit.models.transformer import TransformerConfig
 from nmtkit.run_config import build_config
-from nmtkit.train_config import train_config
+from nmtkit.training.config import train_config
 
 
 def test_defaults_build_a_transformer_config():

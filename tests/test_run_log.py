@@ -1,4 +1,4 @@
-"""nmtkit/run_log.py: metrics.jsonl and TensorBoard event files that TensorBoard's own reader reads."""
+"""nmtkit/training/run_log.py: metrics.jsonl and TensorBoard event files that TensorBoard's own reader reads."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from training_runs import copy_task
 
 from nmtkit.run_config import build_config
-from nmtkit.run_log import RunLog, scalars
-from nmtkit.training import train
+from nmtkit.training.loop import train
+from nmtkit.training.run_log import RunLog, scalars
 
 
 def read_events(run: Path) -> dict[str, list[tuple[int, float]]]:

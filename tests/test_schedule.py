@@ -1,4 +1,4 @@
-"""nmtkit/schedule.py: the batch size and schedule a run gets from its device when the config leaves them open."""
+"""nmtkit/training/schedule.py: the batch size and schedule a run gets from its device when the config leaves them open."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from nmtkit.config import TrainConfig
-from nmtkit.schedule import CPU_SCHEDULE, GPU_SCHEDULE, budget_spent, linear_to_budget, resolve_schedule
+from nmtkit.training.schedule import CPU_SCHEDULE, GPU_SCHEDULE, budget_spent, linear_to_budget, resolve_schedule
 
 
 @pytest.mark.parametrize("device, schedule", [("cpu", CPU_SCHEDULE), ("cuda", GPU_SCHEDULE)])

@@ -11,7 +11,7 @@ from scripts import ROOT
 from training_runs import copy_task
 
 from nmtkit.run_config import build_config
-from nmtkit.training import train
+from nmtkit.training.loop import train
 
 CONFIG = """model: {name: transformer, encoder_layers: 1, decoder_layers: 1, d_model: 16, heads: 2, ffn: 32}
 train: {batch_tokens: 64, warmup: 5}

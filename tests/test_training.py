@@ -13,10 +13,10 @@ from training_runs import copy_task
 
 from nmtkit.data.subword import PAD
 from nmtkit.errors import NmtkitError
-from nmtkit.objectives import label_smoothed_nll, scheduled_sampling_log_probs
 from nmtkit.run_config import build_config
-from nmtkit.schedule import inverse_sqrt
-from nmtkit.training import Trainer
+from nmtkit.training.loop import Trainer
+from nmtkit.training.objectives import label_smoothed_nll, scheduled_sampling_log_probs
+from nmtkit.training.schedule import inverse_sqrt
 from nmtkit.translate import Translator
 
 
@@ -254,7 +254,7 @@ def test_late_dropout_is_off_until_its_fraction_of_the_budget_then_at_the_models
         return stats
 
     trainer.update = recording_update
-    with caplog.at_level("INFO", logger="nmtkit.training"):
+    with caplog.at_level("INFO", logger="nmtkit.training.loop"):
         assert trainer.run()["steps"] == 8
     assert seen == [[0.0]] * 4 + [[0.1, 0.2]] * 4  # off for steps 1-4 (0/8 to 3/8 spent), on from the 5th
     assert "step 4: dropout on" in caplog.text

@@ -9,7 +9,7 @@ from nmtkit.config import DataConfig
 from nmtkit.data.multilingual import prepare_multilingual, read_pairs
 from nmtkit.data.prepare import SplitFiles, prepare_data
 from nmtkit.errors import NmtkitError
-from nmtkit.finetune import vocabulary_of
+from nmtkit.training.finetune import vocabulary_of
 
 
 def prepare_command(splits: dict[str, SplitFiles], out: Path, config: DataConfig, langs: tuple[str, str],

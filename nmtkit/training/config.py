@@ -8,8 +8,8 @@ from typing import Any
 
 from nmtkit.config import Config, apply_overrides, load_yaml, merge_flags
 from nmtkit.errors import NmtkitError
-from nmtkit.finetune import saved_model_section
 from nmtkit.run_config import build_config
+from nmtkit.training.finetune import saved_model_section
 
 
 def train_config(path: Path | None, resumed: Path | None, model: str | None, overrides: list[str],

@@ -36,18 +36,18 @@ from nmtkit.data.multilingual import language_pairs
 from nmtkit.data.prepare import load_subwords, read_manifest
 from nmtkit.distributed import World, init_world, leave_world
 from nmtkit.errors import NmtkitError
-from nmtkit.finetune import init_payload
-from nmtkit.late_dropout import LateDropout
 from nmtkit.metrics.tokenize import default_tokenizer
 from nmtkit.modules.checkpointing import checkpoint_activations
-from nmtkit.objectives import TrainingForward, label_smoothed_nll
 from nmtkit.precision import auto_candidates, describe, dtype_name, fastest, time_precisions
 from nmtkit.registry import build_model
-from nmtkit.run_log import RunLog
 from nmtkit.runtime import StopSignals, autocast_dtype, set_threads
-from nmtkit.schedule import inverse_sqrt, linear_to_budget, resolve_schedule
-from nmtkit.train_config import check_train_config
-from nmtkit.validation import dev_loss, dev_scores
+from nmtkit.training.config import check_train_config
+from nmtkit.training.finetune import init_payload
+from nmtkit.training.late_dropout import LateDropout
+from nmtkit.training.objectives import TrainingForward, label_smoothed_nll
+from nmtkit.training.run_log import RunLog
+from nmtkit.training.schedule import inverse_sqrt, linear_to_budget, resolve_schedule
+from nmtkit.training.validation import dev_loss, dev_scores
 
 log = logging.getLogger(__name__)
 FUSED_ADAM_DEVICES = ("cpu", "cuda")

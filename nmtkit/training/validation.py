@@ -13,7 +13,7 @@ from nmtkit.data.corpus import read_lines
 from nmtkit.data.dataset import ParallelData
 from nmtkit.inputs import Request
 from nmtkit.metrics.tokenize import default_tokenizer
-from nmtkit.objectives import label_smoothed_nll
+from nmtkit.training.objectives import label_smoothed_nll
 from nmtkit.translate import Translator
 
 
