@@ -20,6 +20,7 @@ from nmtkit.data.prepare import load_subwords
 from nmtkit.errors import NmtkitError
 from nmtkit.inputs import Request
 from nmtkit.run_config import build_config
+from nmtkit.training.config import completed
 from nmtkit.training.loop import train
 from nmtkit.translate import Translator
 
@@ -111,7 +112,7 @@ def model(data: Path, tmp_path_factory) -> Path:
     config = build_config({"model": {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32},
                            "train": {"batch_tokens": 256, "warmup": 10, "threads": 1, "amp": "none", "max_steps": 10,
                                      "valid_every": 10, "pair_temperature": 2.0}})
-    summary = train(config, data, run)
+    summary = train(completed(config), data, run)
     assert summary["steps"] == 10
     return run / "model.pt"
 
