@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from nmtkit.cli import app
 from nmtkit.config import DataConfig, DecodeConfig
-from nmtkit.data.dataset import TokenArray, temperature_sample
+from nmtkit.data.dataset import TokenArray
 from nmtkit.data.multilingual import prepare_multilingual, read_pairs
 from nmtkit.data.prepare import load_subwords
 from nmtkit.errors import NmtkitError
@@ -79,16 +79,6 @@ def test_tags_are_not_text(data: Path):
     tags = json.loads((data / "manifest.json").read_text())["tags"]
     assert not set(model.encode(["<2de> one"])[0]) & set(tags.values())  # the literal text is not the tag
     assert model.decode([[tags["de"], *model.encode(["one two"])[0]]]) == ["one two"]  # a tag decodes to nothing
-
-
-@pytest.mark.parametrize("temperature", [1.0, 2.0, 100.0])
-def test_temperature_sampling_shares(temperature: float):
-    line_pairs = np.repeat(np.arange(3), [800, 150, 50])
-    drawn = temperature_sample(line_pairs, temperature, np.random.default_rng(0))
-    shares = np.bincount(line_pairs[drawn], minlength=3) / len(drawn)
-    expected = np.array([800, 150, 50]) ** (1 / temperature)
-    assert shares == pytest.approx(expected / expected.sum(), abs=0.01)
-    assert abs(len(drawn) - 1000) <= 3
 
 
 @pytest.mark.parametrize("content, needle", [

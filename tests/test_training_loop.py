@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from training_runs import copy_task, records, tiny_config
 
@@ -64,11 +65,13 @@ def test_a_budget_is_spent_at_its_step_or_second_and_no_budget_never():
     assert budget_left(TrainConfig(), Progress(step=10**9, elapsed=1e9))
 
 
-class EpochsOfFive:
-    """Stands in for the training data: each epoch five one-sentence batches, numbered by epoch."""
+class FivePairs:
+    """Stands in for the training data of one language pair: five pairs, one a batch, in their own order."""
 
-    def epoch_batches(self, batch_tokens: int, seed: int, epoch: int, temperature: float) -> list[list[int]]:
-        return [[epoch * 10 + index] for index in range(5)]
+    kept, corpus = np.arange(5), None
+
+    def batches_of(self, lines: np.ndarray, max_tokens: int, rng: np.random.Generator) -> list[list[int]]:
+        return [[int(line)] for line in lines]
 
     def batch(self, indices: list[int]) -> list[int]:
         return indices
@@ -76,7 +79,7 @@ class EpochsOfFive:
 
 def test_each_process_takes_its_share_of_an_update_and_a_process_left_without_one_joins_with_weight_0():
     progress = Progress()
-    orders = [BatchOrder(EpochsOfFive(), TrainConfig(update_freq=2, max_epochs=2), World(rank, rank, 2), progress)
+    orders = [BatchOrder(FivePairs(), TrainConfig(update_freq=2, max_epochs=2), World(rank, rank, 2), progress)
               for rank in (0, 1)]
     group = orders[0].next_group()
     assert group == [[0], [1], [2], [3]]
@@ -85,7 +88,7 @@ def test_each_process_takes_its_share_of_an_update_and_a_process_left_without_on
     group = orders[0].next_group()
     assert group == [[4]] and orders[1].local_batches(group) == ([[4]], 0.0)  # the epoch's last batch: rank 0's
     progress.batch_in_epoch += len(group)
-    assert orders[0].next_group()[0] == [10] and progress.epoch == 1 and progress.batch_in_epoch == 0
+    assert orders[0].next_group()[0] == [0] and progress.epoch == 1 and progress.batch_in_epoch == 0
     progress.epoch = 2
     assert orders[0].next_group() is None  # train.max_epochs done
 

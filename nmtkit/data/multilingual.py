@@ -4,7 +4,7 @@ Each source sentence starts with a tag naming the language to translate into (`<
 control symbols: ids of their own that no text encodes to and that decode to nothing, so a user's text can never
 turn into a tag and a tag never reaches the output. One joint vocabulary covers every language. Each pair is
 filtered on its own (its own median length ratio); `{split}.corpus.npy` holds each line's pair, for validation per
-pair and for sampling pairs with a temperature (`train.pair_temperature`).
+pair and for sampling pairs with a temperature (`train.pair_temperature`, `nmtkit.training.mix`).
 
 The pairs come from a YAML list (`nmtkit prepare --pairs pairs.yaml`):
 

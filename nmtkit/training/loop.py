@@ -20,6 +20,7 @@ from nmtkit.distributed import World, init_world, leave_world
 from nmtkit.errors import NmtkitError
 from nmtkit.runtime import StopSignals, set_threads
 from nmtkit.training.amp import configured_precision, settle_precision
+from nmtkit.training.mix import epoch_batches
 from nmtkit.training.run_log import RunLog
 from nmtkit.training.setup import set_up
 from nmtkit.training.state import Checkpoints, Progress
@@ -62,8 +63,8 @@ class BatchOrder:
     def epoch_batches(self, epoch: int) -> list:
         if self._epoch[0] != epoch:
             train = self.train
-            self._epoch = (epoch, self.train_data.epoch_batches(train.batch_tokens, train.seed, epoch,
-                                                                train.pair_temperature))
+            self._epoch = (epoch, epoch_batches(self.train_data, train.batch_tokens, train.seed, epoch,
+                                                train.pair_temperature))
         return self._epoch[1]
 
     def next_group(self) -> list | None:
