@@ -34,20 +34,22 @@ if not Path(nmtkit.__file__).resolve().is_relative_to(Path.cwd().resolve()):
     sys.exit(f"error: nmtkit came from {Path(nmtkit.__file__).parent}, not from the checkout {Path.cwd()}")
 from nmtkit.config import load_yaml
 from nmtkit.run_config import build_config
-from nmtkit.training import Trainer
+from nmtkit.training.config import completed
+from nmtkit.training.loop import Trainer
 args = json.loads(sys.argv[1])
 config = build_config(load_yaml(args["config"]))
 config.train.threads, config.train.amp, config.train.max_steps = args["threads"], args["amp"], 10**9
+config = completed(config)
 trainer = Trainer(config, Path(args["data"]), Path(tempfile.mkdtemp()), quiet=True)
 trainer.settle_precision()
 if config.train.init_from:
-    trainer.initialize_from(config.train.init_from)
-batches = trainer.epoch_batches(0)
+    trainer.checkpoints.initialize_from(config.train.init_from)
+batches = trainer.batches.epoch_batches(0)
 def run(lo, hi):
     start = time.perf_counter()
     for index in range(lo, hi):
-        batch = trainer.train_data.batch(batches[index % len(batches)])
-        trainer.update([batch], batch.num_tgt_tokens)
+        batch = trainer.setup.train_data.batch(batches[index % len(batches)])
+        trainer.updater.update([batch], batch.num_tgt_tokens)
     return time.perf_counter() - start
 print(json.dumps({"ready": len(batches)}), flush=True)
 for line in sys.stdin:

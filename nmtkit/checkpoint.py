@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from nmtkit.checkpoint_file import FORMAT, load_checkpoint
 from nmtkit.config import Config
 from nmtkit.data.subword import Subword
 from nmtkit.errors import NmtkitError
@@ -19,8 +20,6 @@ from nmtkit.models.base import EncoderDecoder
 from nmtkit.registry import build_model
 from nmtkit.run_config import build_config
 from nmtkit.version import __version__
-
-FORMAT = 1
 
 
 def save_atomic(payload: dict, path: Path) -> None:
@@ -57,25 +56,6 @@ def make_payload(config: Config, model: EncoderDecoder, subwords: tuple[Subword,
                         "joint": subwords[0] is subwords[1]},
             "langs": {"src": langs[0], "tgt": langs[1], "tags": dict(tags or {})}, "placeholders": placeholders,
             "model": model.state_dict(), "train_state": train_state}
-
-
-def load_checkpoint(path: str | Path,
-                    remedy: str = "use another checkpoint, e.g. last.pt or model.pt of the run") -> dict:
-    """Read a checkpoint; a missing, truncated or foreign file is a one-line NmtkitError (ending in `remedy` when
-    the file is damaged)."""
-    path = Path(path)
-    if not path.is_file():
-        raise NmtkitError(f"checkpoint {path} does not exist")
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:  # torch.load fails in many ways on foreign or damaged files
-        raise NmtkitError(f"checkpoint {path} is corrupted or truncated ({type(error).__name__}); {remedy}") from error
-    if not isinstance(payload, dict) or "format" not in payload:
-        raise NmtkitError(f"{path} is not an nmtkit checkpoint")
-    if payload["format"] != FORMAT:
-        raise NmtkitError(f"checkpoint {path} has format {payload['format']}, this nmtkit reads format {FORMAT}; "
-                          f"it was written by nmtkit {payload.get('nmtkit_version', '?')}")
-    return payload
 
 
 @dataclass

@@ -177,16 +177,14 @@ def train(
     SIGINT (Ctrl-C) or SIGTERM stops after the current update and saves last.pt (exit status 130 or 143);
     `--resume` continues exactly from there. Under torchrun (`torchrun --nproc-per-node=N -m nmtkit train ...`)
     each process trains on its share of every update's batches."""
-    from nmtkit.train_config import train_config
-    from nmtkit.training import train as run_training
+    from nmtkit.training.command import train_command
 
     if gpus > 1 and "LOCAL_RANK" not in os.environ:
         raise typer.Exit(_launch_on_gpus(gpus))
-    settings = train_config(config, out if resume else None, model, overrides or [], max_steps=max_steps,
+    summary = train_command(data, out, config, model, overrides or [], resume, quiet, max_steps=max_steps,
                             max_time=parse_duration(max_time) if max_time else None, device=device,
                             threads=threads, seed=seed, update_freq=update_freq,
                             init_from=str(init_from) if init_from else None)
-    summary = run_training(settings, data, out, resume, quiet)
     if summary is not None:  # rank 0 of a torchrun job, or a single process
         print(json.dumps(summary))
         if "interrupted" in summary and "LOCAL_RANK" not in os.environ:  # under torchrun: a clean exit

@@ -9,7 +9,8 @@ from pathlib import Path
 from nmtkit.config import DataConfig
 from nmtkit.data.prepare import SplitFiles, prepare_data
 from nmtkit.run_config import build_config
-from nmtkit.training import Trainer
+from nmtkit.training.config import completed
+from nmtkit.training.loop import Trainer
 
 LETTERS = "abcdefgh"
 
@@ -34,11 +35,11 @@ def letter_task(root: Path, joint: bool) -> Path:
 
 def train_tiny(data: Path, out: Path, steps: int = 120, **model) -> Path:
     """A Transformer trained for a few seconds: well enough that its translations end with EOS."""
-    config = build_config({
+    config = completed(build_config({
         "model": {"encoder_layers": 1, "decoder_layers": 2, "d_model": 32, "heads": 4, "ffn": 64, "dropout": 0.0,
                   "max_positions": 64, **model},
         "train": {"max_steps": steps, "batch_tokens": 512, "lr": 5e-3, "warmup": 20, "label_smoothing": 0.0,
-                  "valid_every": 10_000, "valid_bleu": False, "log_every": 1000, "threads": 1, "seed": 3}})
+                  "valid_every": 10_000, "valid_bleu": False, "log_every": 1000, "threads": 1, "seed": 3}}))
     out.mkdir(parents=True)
     Trainer(config, data, out).run()
     return out / "model.pt"

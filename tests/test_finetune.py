@@ -13,10 +13,13 @@ from typer.testing import CliRunner
 
 from nmtkit.checkpoint import load_checkpoint
 from nmtkit.cli import app
+from nmtkit.data.command import vocabulary_of
 from nmtkit.errors import NmtkitError
-from nmtkit.finetune import model_differences, vocabulary_of
 from nmtkit.run_config import build_config
-from nmtkit.training import Trainer, train
+from nmtkit.training.command import train_command
+from nmtkit.training.config import completed
+from nmtkit.training.finetune import model_differences
+from nmtkit.training.loop import Trainer, train
 
 MODEL = {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32}
 
@@ -24,7 +27,7 @@ MODEL = {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "f
 def config(model: dict | None = None, **train_settings):
     train_section = {"batch_tokens": 256, "warmup": 10, "log_every": 5, "threads": 1, "amp": "none",
                      "valid_every": 10, "valid_bleu": False, "device": "cpu", **train_settings}
-    return build_config({"model": {**MODEL, **(model or {})}, "train": train_section})
+    return completed(build_config({"model": {**MODEL, **(model or {})}, "train": train_section}))
 
 
 @pytest.fixture(scope="module")
@@ -61,9 +64,9 @@ def test_prepare_reuses_the_vocabulary_and_training_starts_from_the_weights(pare
     assert (data / "spm.model").read_bytes() == payload["subword"]["src"]
     assert json.loads((data / "manifest.json").read_text())["subword"]["reused"] is True
     trainer = Trainer(config({"dropout": 0.3}, init_from=str(parent / "run" / "model.pt")), data, tmp_path / "child")
-    trainer.initialize_from(trainer.config.train.init_from)
-    assert all(torch.equal(value, payload["model"][name]) for name, value in trainer.model.state_dict().items())
-    assert trainer.progress.step == 0 and trainer.scheduler.last_epoch == 0  # a fresh schedule
+    trainer.checkpoints.initialize_from(trainer.config.train.init_from)
+    assert all(torch.equal(value, payload["model"][name]) for name, value in trainer.setup.model.state_dict().items())
+    assert trainer.progress.step == 0 and trainer.updater.scheduler.last_epoch == 0  # a fresh schedule
     summary = train(config(init_from=str(parent / "run" / "model.pt"), max_steps=5), data, tmp_path / "tuned")
     assert summary["steps"] == 5
 
@@ -72,13 +75,13 @@ def test_init_optimizer_continues_the_optimizer_and_schedule(parent: Path, tmp_p
     data = new_data(tmp_path, "--subword-model", str(parent / "run" / "last.pt"))
     last = str(parent / "run" / "last.pt")
     trainer = Trainer(config(init_from=last, init_optimizer=True), data, tmp_path / "child")
-    trainer.initialize_from(last)
+    trainer.checkpoints.initialize_from(last)
     saved = load_checkpoint(last)["train_state"]
-    assert trainer.scheduler.last_epoch == saved["scheduler"]["last_epoch"] == 10
-    assert trainer.optimizer.state_dict()["state"][0]["step"] == saved["optimizer"]["state"][0]["step"]
+    assert trainer.updater.scheduler.last_epoch == saved["scheduler"]["last_epoch"] == 10
+    assert trainer.updater.optimizer.state_dict()["state"][0]["step"] == saved["optimizer"]["state"][0]["step"]
     model_only = Trainer(config(init_from=str(parent / "run" / "model.pt"), init_optimizer=True), data, tmp_path / "x")
     with pytest.raises(NmtkitError, match="no optimizer state"):
-        model_only.initialize_from(str(parent / "run" / "model.pt"))
+        model_only.checkpoints.initialize_from(str(parent / "run" / "model.pt"))
 
 
 def one_line_error(args: list[str], *needles: str) -> None:
@@ -102,3 +105,16 @@ def test_vocabulary_of_a_file_that_is_no_model_is_an_error(tmp_path: Path):
     (tmp_path / "x.model").write_bytes(b"not a model")
     with pytest.raises(NmtkitError, match="not a SentencePiece model"):
         vocabulary_of(tmp_path / "x.model")
+
+
+def test_fine_tuning_reads_its_checkpoint_once(parent: Path, tmp_path: Path, monkeypatch):
+    """For the model section it takes (no --config) and for its weights: one read."""
+    model = parent / "run" / "model.pt"
+    data = new_data(tmp_path, "--subword-model", str(model))
+    reads, load = [], torch.load
+    monkeypatch.setattr(torch, "load", lambda path, *args, **kwargs: reads.append(Path(path)) or load(path, *args,
+                                                                                                       **kwargs))
+    overrides = ["train.batch_tokens=256", "train.valid_bleu=false", "train.amp=none"]
+    summary = train_command(data, tmp_path / "tuned", None, None, overrides, init_from=str(model), max_steps=2,
+                            device="cpu", threads=1)
+    assert summary["steps"] == 2 and reads.count(model) == 1

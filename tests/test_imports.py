@@ -86,7 +86,7 @@ def test_the_import_graph_is_read_from_the_source():
     graph = import_graph()
     assert "nmtkit.data.dataset" in graph["nmtkit.translate"]
     assert "nmtkit.errors" in graph["nmtkit.cli"]
-    assert "nmtkit.training" in graph["nmtkit.cli"]  # an import inside a function counts
+    assert "nmtkit.training.command" in graph["nmtkit.cli"]  # an import inside a function counts
 
 
 def test_circles_are_found():
@@ -97,6 +97,28 @@ def test_circles_are_found():
 def test_no_import_circles():
     found = circles(import_graph())
     assert not found, f"import circles: {found}"
+
+
+def within(name: str, packages: tuple[str, ...]) -> bool:
+    return any(name == package or name.startswith(f"{package}.") for package in packages)
+
+
+def test_training_is_imported_by_the_command_line_alone():
+    graph = import_graph()
+    importers = {name for name, targets in graph.items()
+                 if not within(name, ("nmtkit.training",)) and any(within(t, ("nmtkit.training",)) for t in targets)}
+    assert importers == {"nmtkit.cli"}
+
+
+def test_the_data_package_imports_nothing_above_it():
+    """prepare takes a checkpoint's vocabulary through nmtkit.checkpoint_file, below the models, not through
+    nmtkit.checkpoint or fine-tuning."""
+    above = ("nmtkit.cli", "nmtkit.training", "nmtkit.translate", "nmtkit.align", "nmtkit.search", "nmtkit.checkpoint",
+             "nmtkit.run_config", "nmtkit.models", "nmtkit.modules")
+    graph = import_graph()
+    upward = {name: sorted(t for t in targets if within(t, above))
+              for name, targets in graph.items() if within(name, ("nmtkit.data",))}
+    assert {name: targets for name, targets in upward.items() if targets} == {}
 
 
 def run_python(script: str) -> str:

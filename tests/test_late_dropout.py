@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from nmtkit.config import TrainConfig
-from nmtkit.late_dropout import LateDropout
 from nmtkit.models.transformer import Transformer, TransformerConfig
+from nmtkit.training.late_dropout import LateDropout
 
 
 def rates_now(late: LateDropout) -> set[float]:

@@ -14,14 +14,15 @@ from typer.testing import CliRunner
 
 from nmtkit.cli import app
 from nmtkit.config import DataConfig, DecodeConfig
-from nmtkit.data.dataset import TokenArray, temperature_sample
+from nmtkit.data.dataset import TokenArray
 from nmtkit.data.multilingual import read_pairs
 from nmtkit.data.prepare import load_subwords
 from nmtkit.data.prepare_corpora import prepare_corpora
 from nmtkit.errors import NmtkitError
 from nmtkit.inputs import Request
 from nmtkit.run_config import build_config
-from nmtkit.training import train
+from nmtkit.training.config import completed
+from nmtkit.training.loop import train
 from nmtkit.translate import Translator
 
 WORDS = {"en": "one two three four five six".split(), "de": "eins zwei drei vier fuenf sechs".split(),
@@ -81,16 +82,6 @@ def test_tags_are_not_text(data: Path):
     assert model.decode([[tags["de"], *model.encode(["one two"])[0]]]) == ["one two"]  # a tag decodes to nothing
 
 
-@pytest.mark.parametrize("temperature", [1.0, 2.0, 100.0])
-def test_temperature_sampling_shares(temperature: float):
-    line_pairs = np.repeat(np.arange(3), [800, 150, 50])
-    drawn = temperature_sample(line_pairs, temperature, np.random.default_rng(0))
-    shares = np.bincount(line_pairs[drawn], minlength=3) / len(drawn)
-    expected = np.array([800, 150, 50]) ** (1 / temperature)
-    assert shares == pytest.approx(expected / expected.sum(), abs=0.01)
-    assert abs(len(drawn) - 1000) <= 3
-
-
 @pytest.mark.parametrize("content, needle", [
     ("[]", "list of language pairs"),
     ('[{"src_lang": "en", "tgt_lang": "de"}]', "no train files"),
@@ -113,7 +104,7 @@ def model(data: Path, tmp_path_factory) -> Path:
     config = build_config({"model": {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32},
                            "train": {"batch_tokens": 256, "warmup": 10, "threads": 1, "amp": "none", "max_steps": 10,
                                      "valid_every": 10, "pair_temperature": 2.0}})
-    summary = train(config, data, run)
+    summary = train(completed(config), data, run)
     assert summary["steps"] == 10
     return run / "model.pt"
 

@@ -12,6 +12,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from training_runs import tiny_config
 
 from nmtkit.checkpoint import load_checkpoint, restore_model
 from nmtkit.config import DataConfig
@@ -36,8 +37,7 @@ from nmtkit.placeholders import (
     reserved_symbols,
     restore,
 )
-from nmtkit.run_config import build_config
-from nmtkit.training import Trainer
+from nmtkit.training.loop import Trainer
 
 AUTO = load_patterns("auto")
 EXAMPLES = [example for family in BUILTINS.values() for example in family.examples]
@@ -285,10 +285,8 @@ def test_prepare_masks_train_keeps_dev_and_the_checkpoint_records_the_rule(tmp_p
     assert (tmp_path / "data" / "dev.src.txt").read_bytes() == (tmp_path / "dev.src").read_bytes()
     assert json.loads((tmp_path / "data" / "manifest.json").read_text(encoding="utf-8"))["placeholders"] == record
 
-    config = build_config({"model": {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32},
-                           "train": {"batch_tokens": 256, "warmup": 5, "max_steps": 20, "valid_every": 20,
-                                     "valid_bleu": False, "threads": 1, "amp": "none", "device": "cpu"}})
-    Trainer(config, tmp_path / "data", tmp_path / "run").run()
+    Trainer(tiny_config(warmup=5, max_steps=20, valid_every=20, valid_bleu=False), tmp_path / "data",
+            tmp_path / "run").run()
     for name in ("model.pt", "last.pt"):
         loaded = restore_model(load_checkpoint(tmp_path / "run" / name), torch.device("cpu"))
         assert loaded.placeholders == record

@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from training_runs import copy_task
+from training_runs import copy_task, tiny_config
 
-import nmtkit.training as training
+import nmtkit.training.amp as training_amp
 from nmtkit.precision import MARGIN, auto_candidates, fastest, time_precisions
-from nmtkit.run_config import build_config
-from nmtkit.training import Trainer, train
+from nmtkit.training.loop import Trainer, train
 
 BF16, FP32 = torch.bfloat16, None
 
@@ -57,10 +56,7 @@ def data_dir(tmp_path_factory) -> Path:
 
 
 def auto_config(amp: str = "auto", **train_settings):
-    return build_config({"model": {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32},
-                         "train": {"batch_tokens": 256, "warmup": 10, "log_every": 5, "threads": 1, "amp": amp,
-                                   "max_steps": 10, "valid_every": 10, "valid_bleu": False, "device": "cpu",
-                                   **train_settings}})
+    return tiny_config(**{"amp": amp, "max_steps": 10, "valid_every": 10, "valid_bleu": False, **train_settings})
 
 
 def losses(run: Path) -> list[float]:
@@ -71,7 +67,7 @@ def losses(run: Path) -> list[float]:
 @pytest.mark.parametrize("measured, expected", [({FP32: 1.0, BF16: 0.5}, "bf16 autocast"),
                                                 ({FP32: 1.0, BF16: 1.5}, "float32")])
 def test_amp_auto_takes_what_it_measured_and_logs_it(data_dir, tmp_path, monkeypatch, caplog, measured, expected):
-    monkeypatch.setattr("nmtkit.training.auto_candidates", lambda device: [FP32, BF16])
+    monkeypatch.setattr("nmtkit.training.amp.auto_candidates", lambda device: [FP32, BF16])
     seen = []
 
     def fake_timings(run, candidates, device):
@@ -79,7 +75,7 @@ def test_amp_auto_takes_what_it_measured_and_logs_it(data_dir, tmp_path, monkeyp
         seen.extend(candidates)
         return measured
 
-    monkeypatch.setattr(training, "time_precisions", fake_timings)
+    monkeypatch.setattr(training_amp, "time_precisions", fake_timings)
     with caplog.at_level(logging.INFO, logger="nmtkit"):
         summary = train(auto_config(), data_dir, tmp_path / "run")
     assert summary["precision"] == expected and seen == [FP32, BF16]
@@ -87,9 +83,9 @@ def test_amp_auto_takes_what_it_measured_and_logs_it(data_dir, tmp_path, monkeyp
 
 
 def test_measuring_does_not_change_the_run_and_resume_keeps_the_choice(data_dir, tmp_path, monkeypatch):
-    monkeypatch.setattr("nmtkit.training.auto_candidates", lambda device: [FP32, BF16])
+    monkeypatch.setattr("nmtkit.training.amp.auto_candidates", lambda device: [FP32, BF16])
     measured = {FP32: 1.0, BF16: 2.0}  # float32 wins: the run must equal amp=none exactly, measurement and all
-    monkeypatch.setattr(training, "time_precisions",
+    monkeypatch.setattr(training_amp, "time_precisions",
                         lambda run, candidates, device: (run(FP32), run(BF16), measured)[-1])
     train(auto_config(), data_dir, tmp_path / "auto")
     train(auto_config("none"), data_dir, tmp_path / "none")
@@ -98,14 +94,14 @@ def test_measuring_does_not_change_the_run_and_resume_keeps_the_choice(data_dir,
     def must_not_measure(*args):
         raise AssertionError("a resumed run measured again")
 
-    monkeypatch.setattr(training, "time_precisions", must_not_measure)
+    monkeypatch.setattr(training_amp, "time_precisions", must_not_measure)
     summary = train(auto_config(max_steps=15), data_dir, tmp_path / "auto", resume=True)
     assert summary["steps"] == 15 and summary["precision"] == "float32"
 
 
 def test_amp_auto_really_times_both_precisions(data_dir, tmp_path, monkeypatch):
-    monkeypatch.setattr("nmtkit.training.auto_candidates", lambda device: [FP32, BF16])
+    monkeypatch.setattr("nmtkit.training.amp.auto_candidates", lambda device: [FP32, BF16])
     trainer = Trainer(auto_config(), data_dir, tmp_path)
     trainer.settle_precision()
     assert trainer.progress.precision in ("float32", "bfloat16")
-    assert trainer.precision is (BF16 if trainer.progress.precision == "bfloat16" else None)
+    assert trainer.updater.precision is (BF16 if trainer.progress.precision == "bfloat16" else None)

@@ -1,4 +1,4 @@
-"""nmtkit/run_log.py: metrics.jsonl and TensorBoard event files that TensorBoard's own reader reads."""
+"""nmtkit/training/run_log.py: metrics.jsonl and TensorBoard event files that TensorBoard's own reader reads."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from training_runs import copy_task
 
 from nmtkit.run_config import build_config
-from nmtkit.run_log import RunLog, scalars
-from nmtkit.training import train
+from nmtkit.training.config import completed
+from nmtkit.training.loop import train
+from nmtkit.training.run_log import RunLog, scalars
 
 
 def read_events(run: Path) -> dict[str, list[tuple[int, float]]]:
@@ -45,7 +46,7 @@ def test_a_training_run_writes_tensorboard_events(tmp_path: Path):
     config = build_config({"model": {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32},
                            "train": {"batch_tokens": 256, "warmup": 10, "log_every": 5, "threads": 1,
                                      "max_steps": 10, "valid_every": 10}})
-    train(config, data, tmp_path / "run")
+    train(completed(config), data, tmp_path / "run")
     events = read_events(tmp_path / "run")
     assert {"train/loss", "train/lr", "train/grad_norm", "train/tgt_tokens_per_s", "valid/nll", "valid/bleu",
             "valid/chrf"} <= set(events)

@@ -1,13 +1,22 @@
-"""nmtkit/schedule.py: the batch size and schedule a run gets from its device when the config leaves them open."""
+"""nmtkit/training/schedule.py: the learning-rate shapes, and the batch size and schedule a run gets from its device
+when the config leaves them open."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 
 from nmtkit.config import TrainConfig
-from nmtkit.schedule import CPU_SCHEDULE, GPU_SCHEDULE, budget_spent, linear_to_budget, resolve_schedule
+from nmtkit.training.schedule import (
+    CPU_SCHEDULE,
+    GPU_SCHEDULE,
+    budget_spent,
+    inverse_sqrt,
+    linear_to_budget,
+    resolve_schedule,
+)
 
 
 @pytest.mark.parametrize("device, schedule", [("cpu", CPU_SCHEDULE), ("cuda", GPU_SCHEDULE)])
@@ -78,3 +87,12 @@ def test_the_budget_spent_is_the_further_of_the_steps_and_the_time():
     assert budget_spent(step=25, elapsed=300.0, max_steps=0, max_time=600.0) == 0.5
     assert budget_spent(step=25, elapsed=60.0, max_steps=100, max_time=600.0) == 0.25
     assert budget_spent(step=90, elapsed=0.0, max_steps=0, max_time=0) == 0.0
+
+
+def test_inverse_sqrt_schedule():
+    factor = inverse_sqrt(100)
+    assert factor(1) == pytest.approx(0.01)
+    assert factor(50) == pytest.approx(0.5)
+    assert factor(100) == pytest.approx(1.0)
+    assert factor(400) == pytest.approx(0.5)
+    assert factor(10_000) == pytest.approx(math.sqrt(100 / 10_000))

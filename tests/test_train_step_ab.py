@@ -11,7 +11,8 @@ from scripts import ROOT
 from training_runs import copy_task
 
 from nmtkit.run_config import build_config
-from nmtkit.training import train
+from nmtkit.training.config import completed
+from nmtkit.training.loop import train
 
 CONFIG = """model: {name: transformer, encoder_layers: 1, decoder_layers: 1, d_model: 16, heads: 2, ffn: 32}
 train: {batch_tokens: 64, warmup: 5}
@@ -54,7 +55,7 @@ def test_b_can_start_from_a_trained_runs_weights_and_optimizer(tmp_path):
     config = build_config(yaml.safe_load(CONFIG))
     config.train.max_steps, config.train.threads, config.train.amp, config.train.valid_bleu = 6, 1, "none", False
     (tmp_path / "parent").mkdir()
-    train(config, copy_task(tmp_path / "parent"), tmp_path / "parent" / "run", quiet=True)
+    train(completed(config), copy_task(tmp_path / "parent"), tmp_path / "parent" / "run", quiet=True)
     late = tmp_path / "late.yaml"
     late.write_text(CONFIG.replace("warmup: 5}", f"warmup: 5, init_from: {tmp_path / 'parent/run/last.pt'}, "
                                                "init_optimizer: true}"), encoding="utf-8")

@@ -1,5 +1,5 @@
-"""Training fixtures: a tiny copy task, and reading a run directory while `nmtkit train` runs in another process
-(for the resume and signal tests)."""
+"""Training fixtures: a tiny copy task and a tiny model's complete config, reading a run's metrics, and reading a
+run directory while `nmtkit train` runs in another process (for the resume and signal tests)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,12 @@ import subprocess
 import time
 from pathlib import Path
 
-from nmtkit.config import DataConfig
+from nmtkit.config import Config, DataConfig
 from nmtkit.data.prepare import SplitFiles, prepare_data
+from nmtkit.run_config import build_config
+from nmtkit.training.config import completed
+
+TINY_MODEL = {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32}
 
 
 def copy_task(root: Path) -> Path:
@@ -24,6 +28,17 @@ def copy_task(root: Path) -> Path:
     splits = {name: SplitFiles(root / f"{name}.src", root / f"{name}.tgt") for name in ("train", "dev")}
     prepare_data(splits, root / "data", DataConfig(subword="word", vocab_size=20))
     return root / "data"
+
+
+def tiny_config(**train) -> Config:
+    """The complete config of a one-layer Transformer on the CPU (one thread, float32), with `train` settings."""
+    return completed(build_config({"model": TINY_MODEL, "train": {
+        "batch_tokens": 256, "warmup": 10, "log_every": 5, "threads": 1, "amp": "none", "device": "cpu", **train}}))
+
+
+def records(run_dir: Path) -> list[dict]:
+    """The run's metrics.jsonl records."""
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
 
 def train_losses(run_dir: Path) -> dict[int, float]:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from nmtkit.checkpoint_file import load_checkpoint
 from nmtkit.config import DataConfig
 from nmtkit.data.corpora import read_corpora
 from nmtkit.data.multilingual import read_pairs
 from nmtkit.data.prepare import SplitFiles, prepare_data
 from nmtkit.data.prepare_corpora import prepare_corpora
+from nmtkit.data.subword import Subword
 from nmtkit.errors import NmtkitError
-from nmtkit.finetune import vocabulary_of
 
 
 def prepare_command(splits: dict[str, SplitFiles], out: Path, config: DataConfig, langs: tuple[str, str],
@@ -28,3 +29,20 @@ def prepare_command(splits: dict[str, SplitFiles], out: Path, config: DataConfig
         return prepare_corpora(listed, out, config, langs, overwrite)
     subwords = vocabulary_of(subword_model) if subword_model else None
     return prepare_data(splits, out, config, langs, overwrite, subwords)
+
+
+def vocabulary_of(path: str | Path) -> tuple[Subword, Subword]:
+    """The (source, target) subword models to encode new data with: a checkpoint's, or one SentencePiece model
+    file for both sides (the same object twice, a joint vocabulary)."""
+    path = Path(path)
+    if path.suffix == ".pt":
+        saved = load_checkpoint(path)["subword"]
+        source = Subword(saved["src"])
+        return source, source if saved["joint"] else Subword(saved["tgt"])
+    try:
+        model = Subword(path.read_bytes())
+    except OSError as error:
+        raise NmtkitError(f"cannot read {path}: {error.strerror}") from error
+    except RuntimeError as error:  # SentencePiece refuses bytes that are not a model
+        raise NmtkitError(f"{path} is not a SentencePiece model or an nmtkit checkpoint (.pt)") from error
+    return model, model

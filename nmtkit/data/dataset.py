@@ -131,22 +131,6 @@ def collate(src: TokenArray, tgt: TokenArray, indices: np.ndarray) -> Batch:
                  pad_sequences(tgt_seqs, [], [EOS]), indices)
 
 
-def temperature_sample(line_pairs: np.ndarray, temperature: float, rng: np.random.Generator) -> np.ndarray:
-    """Positions in `line_pairs` (each line's language pair) for an epoch of as many lines, in which pair i takes a
-    share proportional to n_i^(1/temperature) (Arivazhagan et al. 2019, Section 4.2): 1 keeps the data's shares,
-    larger values give small pairs more (drawn again when they run out), large ones less."""
-    counts = np.bincount(line_pairs)
-    shares = counts.astype(np.float64) ** (1.0 / temperature)
-    shares /= shares.sum()
-    drawn = []
-    for pair, share in enumerate(shares):
-        members = np.flatnonzero(line_pairs == pair)
-        size = int(round(share * len(line_pairs)))
-        if len(members) and size:
-            drawn.append(rng.choice(members, size=size, replace=size > len(members)))
-    return np.sort(np.concatenate(drawn)) if drawn else np.arange(0)
-
-
 class ParallelData:
     """One binarized split of a data directory, without the pairs longer than `max_length` positions (a side's
     tokens plus its EOS or BOS) when that is given."""
@@ -166,13 +150,13 @@ class ParallelData:
     def left_out(self) -> int:
         return len(self.src) - len(self.kept)
 
-    def epoch_batches(self, max_tokens: int, seed: int, epoch: int, temperature: float = 1.0) -> list[np.ndarray]:
-        """The same batches for the same (seed, epoch): what makes resuming mid-epoch exact. With several language
-        pairs and a `temperature` other than 1, the epoch is drawn pair by pair (`temperature_sample`)."""
-        rng = np.random.default_rng([seed, epoch])
-        lines = self.kept
-        if self.corpus is not None and temperature != 1.0:
-            lines = self.kept[temperature_sample(self.corpus[self.kept], temperature, rng)]
+    def epoch_batches(self, max_tokens: int, seed: int, epoch: int) -> list[np.ndarray]:
+        """The same batches of the kept pairs for the same (seed, epoch): what makes resuming mid-epoch exact.
+        (Training mixes multilingual data's pairs: `nmtkit.training.mix`.)"""
+        return self.batches_of(self.kept, max_tokens, np.random.default_rng([seed, epoch]))
+
+    def batches_of(self, lines: np.ndarray, max_tokens: int, rng: np.random.Generator) -> list[np.ndarray]:
+        """Token-budget batches of `lines` (indices into the split) in `rng`'s order."""
         batches = token_batches(self.src.lengths()[lines], self.tgt.lengths()[lines], max_tokens, rng)
         return [lines[batch] for batch in batches]
 

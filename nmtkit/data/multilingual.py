@@ -5,7 +5,7 @@ control symbols: ids of their own that no text encodes to and that decode to not
 turn into a tag and a tag never reaches the output. One joint vocabulary covers every language. Each corpus is
 filtered on its own (its own median length ratio); `{split}.corpus.npy` holds each line's language pair (its index
 in the manifest's "pairs"), for validation per pair and for sampling pairs with a temperature
-(`train.pair_temperature`).
+(`train.pair_temperature`, `nmtkit.training.mix`).
 
 A multilingual directory is a corpora directory (`nmtkit.data.corpora`) whose corpora give their languages. The
 pairs come from a YAML list (`nmtkit prepare --pairs pairs.yaml`, or `--corpora`, which takes the same file):

@@ -1,32 +1,51 @@
 """`train`'s config: from its YAML file (or the run being resumed), `--model`, the flags given and the overrides; a
-fine-tuning run without a model section takes its checkpoint's. `check_train_config` refuses settings that clash."""
+fine-tuning run without a model section takes its checkpoint's. A config is complete when it is built (`completed`):
+the settings left to the device are filled in and the settings that clash are refused, in that one place."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
-from nmtkit.config import Config, apply_overrides, load_yaml, merge_flags
+from nmtkit.config import Config, TrainConfig, apply_overrides, load_yaml, merge_flags
 from nmtkit.errors import NmtkitError
-from nmtkit.finetune import saved_model_section
 from nmtkit.run_config import build_config
+from nmtkit.runtime import pick_device
+from nmtkit.training.finetune import read_start, saved_model_section
+from nmtkit.training.schedule import resolve_schedule
 
 
 def train_config(path: Path | None, resumed: Path | None, model: str | None, overrides: list[str],
-                 **train_flags: Any) -> Config:
-    """`train`'s config: the YAML file at `path`, else the config.yaml of the run being resumed in `resumed`, if any;
-    `model` (`--model`) names the model (else a fine-tuning run without a model section takes its `init_from`
-    checkpoint's); the train flags given (None: not given), then `section.key=value`
-    overrides, apply last."""
+                 start: dict | None = None, **train_flags: Any) -> Config:
+    """`train`'s complete config: the YAML file at `path`, else the config.yaml of the run being resumed in
+    `resumed`, if any; `model` (`--model`) names the model (else a fine-tuning run without a model section takes
+    its `init_from` checkpoint's, `start` when the caller has read it already); the train flags given (None: not
+    given), then `section.key=value` overrides, apply last."""
     saved = resumed / "config.yaml" if resumed is not None else None
     source = path if path else saved if saved is not None and saved.exists() else None
     raw = load_yaml(source) if source else {}
     if model:
         raw["model"] = model_section(raw.get("model"), model, source)
     elif train_flags.get("init_from") and "model" not in raw:  # fine-tuning keeps the checkpoint's architecture
-        raw["model"] = saved_model_section(train_flags["init_from"])
+        raw["model"] = saved_model_section(start or read_start(train_flags["init_from"]))
     raw["train"] = merge_flags(raw.get("train"), **train_flags)
-    return build_config(apply_overrides(raw, overrides))
+    return completed(build_config(apply_overrides(raw, overrides)))
+
+
+def completed(config: Config) -> Config:
+    """`config` with the train settings left to the device (train.device's type) filled in and checked: what a run
+    trains with and its config.yaml records. A complete config comes back equal."""
+    train = resolve_schedule(config.train, pick_device(config.train.device).type)
+    check_train_config(train)
+    return dataclasses.replace(config, train=train)
+
+
+def open_settings(train: TrainConfig) -> list[str]:
+    """The train settings that `completed` has yet to fill in."""
+    left = {"batch_tokens": train.batch_tokens == 0, "warmup": train.warmup < 0, "lr": train.lr < 0,
+            "lr_schedule": train.lr_schedule == "auto"}
+    return [f"train.{name}" for name, is_open in left.items() if is_open]
 
 
 def model_section(section: Any, model: str, source: Path | None) -> dict:

@@ -9,7 +9,7 @@ from torch import nn
 from nmtkit.config import TrainConfig
 from nmtkit.modules.attention import MultiHeadAttention
 from nmtkit.modules.dropout import Dropout
-from nmtkit.schedule import budget_spent
+from nmtkit.training.schedule import budget_spent
 
 
 class LateDropout:

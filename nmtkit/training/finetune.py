@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nmtkit.checkpoint import load_checkpoint
+from nmtkit.checkpoint_file import load_checkpoint
 from nmtkit.data.subword import Subword
 from nmtkit.errors import NmtkitError
 
@@ -24,9 +24,14 @@ def model_differences(saved: dict, wanted: dict) -> list[str]:
     return [f"{key}: {saved.get(key)!r} -> {wanted.get(key)!r}" for key in keys if saved.get(key) != wanted.get(key)]
 
 
-def init_payload(path: str | Path, subwords: tuple[Subword, Subword], model_config: dict, data_dir: Path) -> dict:
+def read_start(path: str | Path) -> dict:
+    """The checkpoint a fine-tuning run starts from (read once: for its model section and its weights)."""
+    return load_checkpoint(path, "start from another checkpoint, e.g. model.pt of the run")
+
+
+def check_start(payload: dict, path: str | Path, subwords: tuple[Subword, Subword], model_config: dict,
+                data_dir: Path) -> dict:
     """The checkpoint to start from, checked against the new run's vocabularies and architecture."""
-    payload = load_checkpoint(path, "start from another checkpoint, e.g. model.pt of the run")
     saved = payload["subword"]
     if (saved["src"], saved["tgt"]) != (subwords[0].proto, subwords[1].proto):
         raise NmtkitError(f"{path} was trained with other subword vocabularies than {data_dir}; prepare the new data "
@@ -38,23 +43,6 @@ def init_payload(path: str | Path, subwords: tuple[Subword, Subword], model_conf
     return payload
 
 
-def vocabulary_of(path: str | Path) -> tuple[Subword, Subword]:
-    """The (source, target) subword models to encode new data with: a checkpoint's, or one SentencePiece model
-    file for both sides (the same object twice, a joint vocabulary)."""
-    path = Path(path)
-    if path.suffix == ".pt":
-        saved = load_checkpoint(path)["subword"]
-        source = Subword(saved["src"])
-        return source, source if saved["joint"] else Subword(saved["tgt"])
-    try:
-        model = Subword(path.read_bytes())
-    except OSError as error:
-        raise NmtkitError(f"cannot read {path}: {error.strerror}") from error
-    except RuntimeError as error:  # SentencePiece refuses bytes that are not a model
-        raise NmtkitError(f"{path} is not a SentencePiece model or an nmtkit checkpoint (.pt)") from error
-    return model, model
-
-
-def saved_model_section(path: str | Path) -> dict:
-    """The model settings of a checkpoint: what a fine-tuning run without its own model section takes."""
-    return dict(load_checkpoint(path)["config"]["model"])
+def saved_model_section(start: dict) -> dict:
+    """The model settings of the checkpoint `start`: what a fine-tuning run without its own model section takes."""
+    return dict(start["config"]["model"])
