@@ -16,17 +16,30 @@ Usage: python benchmarks/placeholder_stats.py [--langs de zh_CN ja ar ru] [--loc
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import re
 import sys
 from collections import Counter
 from pathlib import Path
+from types import ModuleType
 
 from nmtkit.errors import NmtkitError
 from nmtkit.placeholders import Patterns, load_patterns
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes" / "messages"))
-import extract  # noqa: E402  (the messages recipe's catalog reader, a script rather than a module of the package)
+
+def _messages_extract() -> ModuleType:
+    """The messages recipe's catalog reader (a script, not a module of the package), loaded by its path under a name
+    of its own: `import extract` would take whichever `extract` a process loaded first (the Bible recipe has one)."""
+    path = Path(__file__).resolve().parents[1] / "recipes" / "messages" / "extract.py"
+    spec = importlib.util.spec_from_file_location("nmtkit_messages_extract", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the script runs
+    spec.loader.exec_module(module)
+    return module
+
+
+extract = _messages_extract()
 
 ARGUMENT_NUMBER = re.compile(r"(?<=%)[1-9][0-9]*\$")
 

@@ -59,8 +59,9 @@ def reverse_data(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def trained(reverse_data: Path) -> Path:
     run = reverse_data / "run"
+    # one thread: under `make test` each xdist worker has one core, and a second thread would only contend with it
     result = nmtkit("train", "--data", str(reverse_data / "data"), "--config", str(REVERSE_CONFIG),
-                    "--out", str(run), "--quiet")
+                    "--out", str(run), "--quiet", "--threads", "1")
     summary = json.loads(result.stdout)
     assert summary["steps"] == 800
     return run
