@@ -88,6 +88,9 @@ class StageConfig:
     mix: dict[str, float] = option({}, "each corpus' weight: its share of the stage's target tokens once the weights "
                                        "are normalised to sum to 1, e.g. {clean: 0.6, crawled: 0.4}")
     until: StageUntil = field(default_factory=StageUntil, metadata={"help": "when the stage ends"})
+    modifiers: dict[str, dict[str, float]] = option(
+        {}, "on-the-fly modifiers of each corpus' pairs and the probability of each for a pair, e.g. {crawled: "
+            "{uppercase: 0.02, typos: 0.1}} (uppercase, titlecase, typos, placeholder: nmtkit.training.modifiers)")
 
     def __post_init__(self):
         if not self.mix:
@@ -99,6 +102,10 @@ class StageConfig:
             if not (passes > 0 and self.mix.get(name)):
                 raise NmtkitError(f"stage until.epochs {name}: {passes}: give passes above 0 of a corpus the stage's "
                                   "mix draws from (else the stage would never end)")
+        for name, chances in self.modifiers.items():
+            if not (self.mix.get(name) and all(0 <= chance <= 1 for chance in chances.values())):
+                raise NmtkitError(f"stage modifiers {name}: {chances}: give probabilities in [0, 1] to a corpus the "
+                                  "stage's mix draws from")
 
 
 @dataclass

@@ -209,7 +209,8 @@ def test_bad_stages_are_one_line_errors(stages_setting, extra, needle):
 
 def test_without_stages_the_batch_order_is_the_epoch_order_of_before(tmp_path: Path):
     data = ParallelData(copy_task(tmp_path), "train")
-    order = batch_order(data, TrainConfig(batch_tokens=100, seed=3), World(0, 0, 1), Progress(), tmp_path / "data")
+    order = batch_order(data, TrainConfig(batch_tokens=100, seed=3), World(0, 0, 1), Progress(), tmp_path / "data",
+                        (None, None))
     assert not isinstance(order, MixOrder)
     assert [batch.tolist() for batch in order.next_group()] == [data.epoch_batches(100, 3, 0)[0].tolist()]
     assert order.window_record() == {}
@@ -236,7 +237,8 @@ def corpora_run(tmp_path_factory) -> tuple[Path, list[str]]:
     prepare_corpora(read_corpora(root / "corpora.yaml"), root / "data", DataConfig(subword="word", vocab_size=20))
     config = {"model": {**TINY_MODEL, "dropout": 0.1}, "train": {
         "batch_tokens": 64, "warmup": 5, "log_every": 1, "valid_every": 10, "valid_bleu": False, "amp": "none",
-        "stages": [{"until": {"updates": 14}, "mix": {"clean": 0.7, "web": 0.3}}, {"mix": {"web": 1}}]}}
+        "stages": [{"until": {"updates": 14}, "mix": {"clean": 0.7, "web": 0.3}},
+                   {"mix": {"web": 1}, "modifiers": {"web": {"uppercase": 0.2, "typos": 0.3, "placeholder": 0.2}}}]}}
     (root / "config.yaml").write_text(json.dumps(config))
     return root, ["train", "--data", str(root / "data"), "--config", str(root / "config.yaml"), "--quiet",
                   "--device", "cpu", "--threads", "1", "--seed", "3", "--max-steps", "30"]

@@ -13,6 +13,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.run_config import build_config
 from nmtkit.runtime import pick_device
 from nmtkit.training.finetune import read_start, saved_model_section
+from nmtkit.training.modifiers import check_modifier_names
 from nmtkit.training.schedule import resolve_schedule
 
 
@@ -89,6 +90,9 @@ def check_stages(train) -> None:
     if train.max_epochs or train.pair_temperature != 1.0:
         raise NmtkitError("train.stages mix the corpora themselves: drop train.max_epochs (end a stage with "
                           "until.epochs) and train.pair_temperature (give each corpus its weight)")
+    for stage in train.stages:
+        for chances in stage.modifiers.values():
+            check_modifier_names(list(chances), "train.stages modifiers")
     for index, stage in enumerate(train.stages[:-1], 1):
         if not (stage.until.updates or stage.until.epochs):
             raise NmtkitError(f"train.stages: stage {index} of {len(train.stages)} has no until (updates or "

@@ -66,7 +66,7 @@ class Trainer:
         self.updater = updater = Updater(setup, progress, precision)
         self.checkpoints = Checkpoints(setup, progress, updater.optimizer, updater.scheduler, updater.scaler)
         self.validator = Validator(setup, progress, self.checkpoints, self.write_metrics)
-        self.batches = batch_order(setup.train_data, config.train, world, progress, data_dir)
+        self.batches = batch_order(setup.train_data, config.train, world, progress, data_dir, setup.subwords)
         self.run_log: RunLog | None = None
         if world.rank > 0:  # the same initial weights everywhere, then each process its own dropout masks
             torch.manual_seed(config.train.seed + world.rank)

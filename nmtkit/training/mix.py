@@ -14,10 +14,12 @@ import numpy as np
 
 from nmtkit.config import StageConfig, TrainConfig
 from nmtkit.data.corpora import check_corpus_names, corpus_ranges
-from nmtkit.data.dataset import Batch, ParallelData
+from nmtkit.data.dataset import Batch, ParallelData, collate_pairs
 from nmtkit.data.prepare import read_manifest
+from nmtkit.data.subword import Subword
 from nmtkit.distributed import World
 from nmtkit.errors import NmtkitError
+from nmtkit.training.modifiers import PairModifier
 from nmtkit.training.state import Progress
 
 log = logging.getLogger(__package__)  # "nmtkit.training": train.log names training's messages as before its split
@@ -125,8 +127,10 @@ class MixOrder(BatchOrder):
     `--resume` draws the batches an uninterrupted run would have."""
 
     def __init__(self, train_data: ParallelData, train: TrainConfig, world: World, progress: Progress,
-                 manifest: dict):
+                 manifest: dict, subwords: tuple[Subword, Subword] | None = None):
         super().__init__(train_data, train, world, progress)
+        self.modifiers = [{name: PairModifier(subwords, chances, train.seed)
+                           for name, chances in stage.modifiers.items()} for stage in train.stages]
         self.names = list(dict.fromkeys(name for stage in train.stages for name in stage.mix))
         self.lines = corpus_lines(train_data, manifest, self.names)
         self.tgt_tokens = train_data.tgt.lengths() + 1  # each target with its EOS: what a batch's tgt_out holds
@@ -201,6 +205,21 @@ class MixOrder(BatchOrder):
         for name, batch in zip(names, group, strict=True):
             self.window_tokens[name] += int(self.tgt_tokens[batch].sum())
 
+    def local_batches(self, group: list) -> tuple[list[Batch], float]:
+        """This process's update_freq batches of the update (`next_group`'s), each corpus' modifiers applied."""
+        (state, names), first = self._pending, self.world.rank * self.train.update_freq
+        modifiers = self.modifiers[state["stage"]]
+        mine = zip(names[first : first + self.train.update_freq], group[first : first + self.train.update_freq],
+                   strict=True)
+        return [self.collate(batch, modifiers.get(name)) for name, batch in mine], 1.0
+
+    def collate(self, indices: np.ndarray, modify: PairModifier | None) -> Batch:
+        if modify is None:
+            return self.train_data.batch(indices)
+        data, step = self.train_data, self.progress.step
+        pairs = [modify(data.src[line], data.tgt[line], step, line) for line in indices]
+        return collate_pairs([src for src, _ in pairs], [tgt for _, tgt in pairs], indices)
+
     def window_record(self) -> dict:
         """The stage (from 1) and the share of target tokens each corpus got since the last record."""
         total = max(sum(self.window_tokens.values()), 1)
@@ -211,8 +230,8 @@ class MixOrder(BatchOrder):
 
 
 def batch_order(train_data: ParallelData, train: TrainConfig, world: World, progress: Progress,
-                data_dir: Path) -> BatchOrder:
+                data_dir: Path, subwords: tuple[Subword, Subword]) -> BatchOrder:
     """The batch order of `train`: by stages when it has any, else epoch by epoch."""
     if not train.stages:
         return BatchOrder(train_data, train, world, progress)
-    return MixOrder(train_data, train, world, progress, read_manifest(data_dir))
+    return MixOrder(train_data, train, world, progress, read_manifest(data_dir), subwords)
