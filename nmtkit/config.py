@@ -75,6 +75,44 @@ class DataConfig:
 
 
 @dataclass
+class StageUntil:
+    """When a training stage ends: at the first of its conditions met; a stage without any lasts to the end of the
+    run (only the last stage may)."""
+
+    updates: int = option(0, "end the stage after this many updates in it (0 = no such condition)", low=0)
+    epochs: dict[str, float] = option({}, "end the stage once each corpus named has made this many passes (may be "
+                                          "fractional) over its training lines in the stage, e.g. {clean: 2}")
+
+
+@dataclass
+class StageConfig:
+    """One stage of training: the corpora its batches come from, each with its share of the target tokens, and
+    when it ends."""
+
+    mix: dict[str, float] = option({}, "each corpus' weight: its share of the stage's target tokens once the weights "
+                                       "are normalised to sum to 1, e.g. {clean: 0.6, crawled: 0.4}")
+    until: StageUntil = field(default_factory=StageUntil, metadata={"help": "when the stage ends"})
+    modifiers: dict[str, dict[str, float]] = option(
+        {}, "on-the-fly modifiers of each corpus' pairs and the probability of each for a pair, e.g. {crawled: "
+            "{uppercase: 0.02, typos: 0.1}} (uppercase, titlecase, typos, placeholder: nmtkit.training.modifiers)")
+
+    def __post_init__(self):
+        if not self.mix:
+            raise NmtkitError("a training stage needs a mix: the corpora it draws from and their weights, e.g. "
+                              "mix: {clean: 1}")
+        if not (min(self.mix.values()) >= 0 and sum(self.mix.values()) > 0):
+            raise NmtkitError(f"stage mix {self.mix}: a weight is a number >= 0, and one at least is above 0")
+        for name, passes in self.until.epochs.items():
+            if not (passes > 0 and self.mix.get(name)):
+                raise NmtkitError(f"stage until.epochs {name}: {passes}: give passes above 0 of a corpus the stage's "
+                                  "mix draws from (else the stage would never end)")
+        for name, chances in self.modifiers.items():
+            if not (self.mix.get(name) and all(0 <= chance <= 1 for chance in chances.values())):
+                raise NmtkitError(f"stage modifiers {name}: {chances}: give probabilities in [0, 1] to a corpus the "
+                                  "stage's mix draws from")
+
+
+@dataclass
 class TrainConfig:
     """The training loop: optimisation, schedule, budgets, validation and checkpoints."""
 
@@ -128,6 +166,9 @@ class TrainConfig:
                              "(subwords plus EOS) or than the model's position embeddings cover")
     max_nonfinite: int = option(10, "abort after this many updates in a row with a non-finite loss or gradient "
                                     "(each one is skipped)")
+    stages: list[StageConfig] = option(
+        [], "training stages, each a mix of the data directory's named corpora (prepare --corpora) and the "
+        "condition that ends it (docs/train.md); none: every kept pair once an epoch, as the data comes")
     log_every: int = option(100, "log training statistics every N updates")
     init_from: str = option("", "fine-tune: start from this checkpoint's weights (same vocabularies and architecture; "
                                 "a fresh optimizer and schedule unless init_optimizer)")
@@ -213,11 +254,25 @@ def _coerce(value: Any, kind: Any, where: str) -> Any:
         return _number(value, kind, where)
     elif kind is str and isinstance(value, str):
         return value
+    elif typing.get_origin(kind) in (list, dict):
+        return _collection(value, kind, where)
     elif isinstance(kind, types.UnionType):
         return _union(value, kind, where)
     elif kind is Any:
         return value
     raise NmtkitError(f"config key {where}: expected {_type_name(kind)}, got {value!r}")
+
+
+def _collection(value: Any, kind: Any, where: str) -> Any:
+    """A `list[X]` or a `dict[str, X]` of checked items; an X that is a dataclass is built with `from_dict`."""
+    origin, item_kind = typing.get_origin(kind), typing.get_args(kind)[-1]
+    if not isinstance(value, origin) or (origin is dict and not all(isinstance(key, str) for key in value)):
+        raise NmtkitError(f"config key {where}: expected a {'list' if origin is list else 'mapping of names'}, "
+                          f"got {value!r}")
+    items = enumerate(value) if origin is list else value.items()
+    checked = {key: from_dict(item_kind, child, f"{where}[{key}].") if dataclasses.is_dataclass(item_kind)
+               else _coerce(child, item_kind, f"{where}.{key}") for key, child in items}
+    return list(checked.values()) if origin is list else checked
 
 
 def _number(value: Any, kind: type, where: str) -> int | float:

@@ -11,7 +11,8 @@ from training_runs import copy_task, records, tiny_config
 from nmtkit.config import TrainConfig
 from nmtkit.distributed import World
 from nmtkit.errors import NmtkitError
-from nmtkit.training.loop import BatchOrder, Trainer, budget_left, new_window, training_record
+from nmtkit.training.loop import Trainer, budget_left, new_window, training_record
+from nmtkit.training.mix import BatchOrder
 from nmtkit.training.state import Progress
 
 
@@ -84,10 +85,10 @@ def test_each_process_takes_its_share_of_an_update_and_a_process_left_without_on
     group = orders[0].next_group()
     assert group == [[0], [1], [2], [3]]
     assert [order.local_batches(group) for order in orders] == [([[0], [1]], 1.0), ([[2], [3]], 1.0)]
-    progress.batch_in_epoch += len(group)
+    orders[0].advance(group)
     group = orders[0].next_group()
     assert group == [[4]] and orders[1].local_batches(group) == ([[4]], 0.0)  # the epoch's last batch: rank 0's
-    progress.batch_in_epoch += len(group)
+    orders[0].advance(group)
     assert orders[0].next_group()[0] == [0] and progress.epoch == 1 and progress.batch_in_epoch == 0
     progress.epoch = 2
     assert orders[0].next_group() is None  # train.max_epochs done

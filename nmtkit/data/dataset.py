@@ -125,10 +125,14 @@ def encode_sources(seqs: list[np.ndarray] | list[list[int]]) -> tuple[Tensor, Te
 
 
 def collate(src: TokenArray, tgt: TokenArray, indices: np.ndarray) -> Batch:
-    src_ids, src_mask = encode_sources([src[i] for i in indices])
-    tgt_seqs = [tgt[i] for i in indices]
-    return Batch(src_ids, src_mask, pad_sequences(tgt_seqs, [BOS], []),
-                 pad_sequences(tgt_seqs, [], [EOS]), indices)
+    return collate_pairs([src[i] for i in indices], [tgt[i] for i in indices], indices)
+
+
+def collate_pairs(src_seqs: list, tgt_seqs: list, indices: np.ndarray) -> Batch:
+    """The batch of lines `indices` of the split, holding these sequences (theirs, or modified on the fly:
+    `nmtkit.training.modifiers`)."""
+    src_ids, src_mask = encode_sources(src_seqs)
+    return Batch(src_ids, src_mask, pad_sequences(tgt_seqs, [BOS], []), pad_sequences(tgt_seqs, [], [EOS]), indices)
 
 
 class ParallelData:

@@ -13,6 +13,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.run_config import build_config
 from nmtkit.runtime import pick_device
 from nmtkit.training.finetune import read_start, saved_model_section
+from nmtkit.training.modifiers import check_modifier_names
 from nmtkit.training.schedule import resolve_schedule
 
 
@@ -75,6 +76,24 @@ def check_train_config(train) -> None:
     if train.dropout_from and not (0.0 < train.dropout_from < 1.0 and (train.max_steps or train.max_time)):
         raise NmtkitError(f"train.dropout_from is a fraction of the budget in [0, 1) and needs --max-steps or "
                           f"--max-time, got {train.dropout_from}")
+    check_stages(train)
     if train.compile and train.scheduled_sampling > 0:
         raise NmtkitError("train.compile does not combine with train.scheduled_sampling (the decoder unrolled step by "
                           "step would be recompiled); use one or the other")
+
+
+def check_stages(train) -> None:
+    """train.stages with the settings they replace, or a stage before the last that never ends. (The corpora they
+    name are checked against the data directory when training starts: `nmtkit.training.mix`.)"""
+    if not train.stages:
+        return
+    if train.max_epochs or train.pair_temperature != 1.0:
+        raise NmtkitError("train.stages mix the corpora themselves: drop train.max_epochs (end a stage with "
+                          "until.epochs) and train.pair_temperature (give each corpus its weight)")
+    for stage in train.stages:
+        for chances in stage.modifiers.values():
+            check_modifier_names(list(chances), "train.stages modifiers")
+    for index, stage in enumerate(train.stages[:-1], 1):
+        if not (stage.until.updates or stage.until.epochs):
+            raise NmtkitError(f"train.stages: stage {index} of {len(train.stages)} has no until (updates or "
+                              "epochs), so the stages after it would never start")

@@ -15,12 +15,12 @@ import torch
 from tqdm import tqdm
 
 from nmtkit.config import Config, TrainConfig, save_yaml
-from nmtkit.data.dataset import Batch, ParallelData
+from nmtkit.data.dataset import Batch
 from nmtkit.distributed import World, init_world, leave_world
 from nmtkit.errors import NmtkitError
 from nmtkit.runtime import StopSignals, set_threads
 from nmtkit.training.amp import configured_precision, settle_precision
-from nmtkit.training.mix import epoch_batches
+from nmtkit.training.mix import batch_order
 from nmtkit.training.run_log import RunLog
 from nmtkit.training.setup import set_up
 from nmtkit.training.state import Checkpoints, Progress
@@ -52,43 +52,6 @@ def training_record(progress: Progress, window: dict, lr: float) -> dict:
             "elapsed": round(progress.elapsed, 1)}
 
 
-class BatchOrder:
-    """Which batches each update takes: each epoch's token-budget batches in its seeded order, from where the
-    progress says, update_freq batches per process."""
-
-    def __init__(self, train_data: ParallelData, train: TrainConfig, world: World, progress: Progress):
-        self.train_data, self.train, self.world, self.progress = train_data, train, world, progress
-        self._epoch: tuple[int, list] = (-1, [])
-
-    def epoch_batches(self, epoch: int) -> list:
-        if self._epoch[0] != epoch:
-            train = self.train
-            self._epoch = (epoch, epoch_batches(self.train_data, train.batch_tokens, train.seed, epoch,
-                                                train.pair_temperature))
-        return self._epoch[1]
-
-    def next_group(self) -> list | None:
-        """The batches of the next update on all processes together (update_freq per process; fewer at the end
-        of an epoch), from where the progress says; None once train.max_epochs are done."""
-        train, progress = self.train, self.progress
-        while not (train.max_epochs and progress.epoch >= train.max_epochs):
-            batches = self.epoch_batches(progress.epoch)
-            if progress.batch_in_epoch < len(batches):
-                start = progress.batch_in_epoch
-                return batches[start : start + train.update_freq * self.world.size]
-            progress.epoch, progress.batch_in_epoch = progress.epoch + 1, 0
-        return None
-
-    def local_batches(self, group: list) -> tuple[list[Batch], float]:
-        """This process's share of an update's batches and their weight. A process left without a batch at the end
-        of an epoch runs the first one with weight 0, so that it still joins DDP's gradient exchange."""
-        per_process = self.train.update_freq
-        mine = group[self.world.rank * per_process : (self.world.rank + 1) * per_process]
-        if not mine:
-            return [self.train_data.batch(group[0])], 0.0
-        return [self.train_data.batch(indices) for indices in mine], 1.0
-
-
 class Trainer:
     """One run directory's training (in each process under torchrun): the loop over the parts that set it up,
     update, checkpoint and validate it."""
@@ -103,7 +66,7 @@ class Trainer:
         self.updater = updater = Updater(setup, progress, precision)
         self.checkpoints = Checkpoints(setup, progress, updater.optimizer, updater.scheduler, updater.scaler)
         self.validator = Validator(setup, progress, self.checkpoints, self.write_metrics)
-        self.batches = BatchOrder(setup.train_data, config.train, world, progress)
+        self.batches = batch_order(setup.train_data, config.train, world, progress, data_dir, setup.subwords)
         self.run_log: RunLog | None = None
         if world.rank > 0:  # the same initial weights everywhere, then each process its own dropout masks
             torch.manual_seed(config.train.seed + world.rank)
@@ -125,7 +88,8 @@ class Trainer:
         self.run_log.write(record)
 
     def log_training(self, window: dict) -> None:
-        record = training_record(self.progress, window, self.updater.scheduler.get_last_lr()[0])
+        record = {**training_record(self.progress, window, self.updater.scheduler.get_last_lr()[0]),
+                  **self.batches.window_record()}
         if self.setup.world.is_main:
             self.write_metrics(record)
         log.info("train %s", record)
@@ -159,7 +123,7 @@ class Trainer:
             if spent:
                 return "budget"
             stats = self._train_one(batches, tokens, weight, window)
-            progress.batch_in_epoch += len(group)
+            self.batches.advance(group)
             progress.elapsed, clock = progress.elapsed + time.monotonic() - clock, time.monotonic()
             if stats is None:
                 continue

@@ -17,8 +17,13 @@ SCALARS = {"train_loss": "train/loss", "train_nll": "train/nll", "lr": "train/lr
 
 
 def scalars(record: dict) -> dict[str, float]:
-    """The TensorBoard tags and values of one metrics record (the keys of SCALARS that it holds)."""
-    return {tag: float(record[key]) for key, tag in SCALARS.items() if key in record}
+    """The TensorBoard tags and values of one metrics record (the keys of SCALARS that it holds, and the stage and
+    corpus shares of a run with train.stages)."""
+    values = {tag: float(record[key]) for key, tag in SCALARS.items() if key in record}
+    if "stage" in record:  # train.stages: the stage and each corpus' share of the target tokens
+        values["mix/stage"] = float(record["stage"])
+        values |= {f"mix/share/{name}": float(share) for name, share in record["shares"].items()}
+    return values
 
 
 class RunLog:

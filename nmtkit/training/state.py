@@ -34,6 +34,7 @@ class Progress:
     nonfinite_in_row: int = 0
     skipped_updates: int = 0
     precision: str = ""  # what train.amp=auto chose, kept for the rest of the run (resumed runs included)
+    mix: dict = dataclasses.field(default_factory=dict)  # train.stages' sampler (`nmtkit.training.mix.MixOrder`)
 
     def restore(self, saved: dict) -> None:
         """Take the saved counters (in place: the schedule and the updates read this object); keys that later

@@ -1,0 +1,95 @@
+"""nmtkit/training/modifiers.py: each modifier, the registry, and pairs modified at their rates, the same for the
+same (seed, update, line), their tags kept."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nmtkit.config import DataConfig
+from nmtkit.data.corpora import read_corpora
+from nmtkit.data.dataset import ParallelData
+from nmtkit.data.prepare import load_subwords
+from nmtkit.data.prepare_corpora import prepare_corpora
+from nmtkit.errors import NmtkitError
+from nmtkit.run_config import build_config
+from nmtkit.training.config import completed
+from nmtkit.training.modifiers import PLACEHOLDERS, PairModifier, insert_word, register_modifier, typos
+
+
+@pytest.fixture(scope="module")
+def tagged(tmp_path_factory) -> Path:
+    """A character-model data directory of one corpus whose sources start with the tag <web>."""
+    root = tmp_path_factory.mktemp("modifiers")
+    rng = random.Random(2)
+    lines = [" ".join("".join(rng.choices("abcdeABCDE", k=rng.randint(1, 5))) for _ in range(rng.randint(2, 6)))
+             for _ in range(300)]
+    for side in ("src", "tgt"):
+        (root / f"web.{side}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    corpus = {"name": "web", "src": "web.src", "tgt": "web.tgt", "tag": "<web>"}
+    (root / "corpora.yaml").write_text(json.dumps([corpus]))
+    prepare_corpora(read_corpora(root / "corpora.yaml"), root / "data", DataConfig(subword="char", vocab_size=30))
+    return root / "data"
+
+
+def modified(data_dir: Path, chances: dict[str, float], step: int = 0, lines: range = range(300)):
+    data, subwords = ParallelData(data_dir, "train"), load_subwords(data_dir)
+    modify = PairModifier(subwords, chances, seed=1)
+    return data, subwords, [modify(data.src[line], data.tgt[line], step, line) for line in lines]
+
+
+def test_casing_changes_both_sides_and_keeps_the_corpus_tag(tagged: Path):
+    data, subwords, pairs = modified(tagged, {"uppercase": 1.0})
+    for line, (src, tgt) in enumerate(pairs):
+        assert src[0] == data.src[line][0] and subwords[0].processor.IsControl(src[0])
+        assert subwords[0].decode([src])[0] == subwords[0].decode([data.src[line].tolist()])[0].upper()
+        assert subwords[1].decode([tgt])[0] == subwords[1].decode([data.tgt[line].tolist()])[0].upper()
+    _, _, titled = modified(tagged, {"titlecase": 1.0}, lines=range(5))
+    assert all(subwords[1].decode([tgt])[0].istitle() for _, tgt in titled)
+
+
+@pytest.mark.parametrize("chance", [0.1, 0.5])
+def test_modifiers_apply_at_their_rates_the_same_way_for_the_same_seed_update_and_line(tagged: Path, chance: float):
+    data, _, pairs = modified(tagged, {"uppercase": chance})
+    changed = [pair != (data.src[line].tolist(), data.tgt[line].tolist()) for line, pair in enumerate(pairs)]
+    assert abs(np.mean(changed) - chance) < 0.08
+    assert modified(tagged, {"uppercase": chance})[2] == pairs  # the same update again: the same pairs
+    assert modified(tagged, {"uppercase": chance}, step=1)[2] != pairs  # another update: other lines
+
+
+def test_typos_slip_the_source_by_a_few_characters_and_keep_the_target():
+    rng, original = np.random.default_rng(0), "the quick brown fox"
+    sources = []
+    for _ in range(50):
+        src, tgt = typos(original, "der schnelle Fuchs", rng)
+        assert tgt == "der schnelle Fuchs" and abs(len(src) - len(original)) <= 3 and set(src) <= set(original)
+        sources.append(src)
+    assert sum(src != original for src in sources) >= 45 and len(set(sources)) >= 40
+
+
+def test_a_placeholder_goes_to_the_same_place_on_both_sides():
+    from nmtkit.training.modifiers import placeholder
+
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        src, tgt = placeholder("uno dos tres cuatro", "one two three four", rng)
+        src_words, tgt_words = src.split(" "), tgt.split(" ")
+        token = next(word for word in src_words if word not in "uno dos tres cuatro".split())
+        assert token in PLACEHOLDERS or token.isdigit()
+        assert src_words.index(token) == tgt_words.index(token)
+    assert insert_word("a b", "%s", 0.0) == "%s a b" and insert_word("a b", "%s", 1.0) == "a b %s"
+
+
+def test_a_modifier_registered_twice_or_unknown_is_an_error():
+    with pytest.raises(ValueError, match="registered twice"):
+        register_modifier("uppercase")(lambda src, tgt, rng: (src, tgt))
+    stage = {"mix": {"web": 1}, "modifiers": {"web": {"shout": 0.1}}}
+    with pytest.raises(NmtkitError, match="unknown modifier 'shout'; the modifiers are placeholder, titlecase"):
+        completed(build_config({"train": {"stages": [stage], "batch_tokens": 64}}))
+    stage = {"mix": {"web": 1}, "modifiers": {"web": {"uppercase": 1.5}}}
+    with pytest.raises(NmtkitError, match="probabilities in"):
+        completed(build_config({"train": {"stages": [stage], "batch_tokens": 64}}))
