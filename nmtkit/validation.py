@@ -15,6 +15,7 @@ from nmtkit.inputs import Request
 from nmtkit.metrics.tokenize import default_tokenizer
 from nmtkit.objectives import label_smoothed_nll
 from nmtkit.translate import Translator
+from nmtkit.translate.torch_engine import TorchEngine
 
 
 @torch.inference_mode()
@@ -40,7 +41,8 @@ def dev_scores(loaded: LoadedModel, dev: ParallelData, data_dir: Path, device: t
     kept = dev.kept[: max_sentences or None]
     sources, references = ([lines[index] for index in kept] for lines in
                            (read_lines(data_dir / f"dev.{side}.txt") for side in ("src", "tgt")))
-    translator = Translator(loaded, DecodeConfig(beam=1, batch_tokens=loaded.config.decode.batch_tokens), device)
+    translator = Translator(TorchEngine(loaded, DecodeConfig(beam=1, batch_tokens=loaded.config.decode.batch_tokens),
+                                        device))
     groups = [(loaded.langs[1], list(range(len(kept))))] if dev.corpus is None else \
         [(tgt, [row for row, index in enumerate(kept) if dev.corpus[index] == pair])
          for pair, (_, tgt) in enumerate(pairs)]

@@ -22,6 +22,7 @@ from nmtkit.inputs import Request
 from nmtkit.run_config import build_config
 from nmtkit.training import train
 from nmtkit.translate import Translator
+from nmtkit.translate.torch_engine import TorchEngine
 
 WORDS = {"en": "one two three four five six".split(), "de": "eins zwei drei vier fuenf sechs".split(),
          "fr": "un deux trois quatre cinq six".split()}
@@ -126,7 +127,7 @@ def test_translate_adds_the_chosen_tag_once(model: Path, monkeypatch):
     seen = []
     monkeypatch.setattr(Translator, "search", lambda self, sources, constraints=None: seen.extend(sources) or
                         [[type("Hyp", (), {"tokens": [], "score": 0.0, "constraints_met": True})()]] * len(sources))
-    translator = Translator(loaded, DecodeConfig(beam=1, tgt_lang="fr"), torch.device("cpu"))
+    translator = Translator(TorchEngine(loaded, DecodeConfig(beam=1, tgt_lang="fr"), torch.device("cpu")))
     translator.translate_requests([Request("one two"), Request("three", tgt_lang="de")])
     assert {len(source): source[0] for source in seen} == {3: loaded.tags["fr"], 2: loaded.tags["de"]}
     assert all(list(source[1:]).count(loaded.tags["fr"]) == 0 for source in seen)
