@@ -258,7 +258,7 @@ def test_batches_searched_at_once_translate_as_one_at_a_time(pre_norm, decode):
     alone = Translator.load(directory, device="cpu", threads=1, batch_tokens=6, **decode).translate_nbest(lines)
     translator = Translator.load(directory, device="cpu", threads=2, inter_threads=2, batch_tokens=12,
                                  **decode)  # one thread each
-    assert translator.engine.translator.num_translators == 2
+    assert translator.engine.model.translator.num_translators == 2
     assert (translator.batch_budget, translator.with_decode(batch_tokens=7).batch_budget) == (6, 3)
     int8 = translator.with_decode(batch_tokens=6000)  # a copy; one-thread workers on int8 weights: small batches
     int8.engine.loaded = dataclasses.replace(int8.loaded, quantization="int8")
@@ -411,6 +411,6 @@ def test_a_gpu_without_ctranslate2s_cuda_libraries(monkeypatch, pre_norm):
             raise RuntimeError("Library libcublas.so.12 is not found or cannot be loaded")
 
     engine = CTranslate2Engine(load_exported(pre_norm[1]), DecodeConfig(beam=2), device="cpu", threads=1)
-    engine.translator = Failing()
+    engine.model.translator = Failing()
     with pytest.raises(NmtkitError, match="failed to translate on cpu: Library libcublas.so.12 is not found"):
         engine.search([[5, 6, 7]], None, None)

@@ -157,13 +157,14 @@ def test_serve_asks_a_multilingual_model_for_the_target_language(model: Path):
                                            "tgt_lang": "de"}, service.config)
     translator = service.variant(options)
     assert translator.decode.tgt_lang == "de"
-    service.check(translator, sentences)
+    tags = translator.loaded.tags
+    assert [ids[0] for ids in service.encode(translator, sentences)] == [tags["de"], tags["fr"]]
     with pytest.raises(NmtkitError, match="sentence 0: a multilingual model needs a target language.*de, en, fr"):
-        service.check(service.variant({}), sentences)
+        service.encode(service.variant({}), sentences)
     with pytest.raises(NmtkitError, match="unknown --tgt-lang 'xx'"):
         service.variant({"tgt_lang": "xx"})
     with pytest.raises(NmtkitError, match="sentence 1: unknown target language 'it'"):
-        service.check(translator, [sentences[0], Request("four", tgt_lang="it")])
+        service.encode(translator, [sentences[0], Request("four", tgt_lang="it")])
 
 
 def test_subword_samples_repeat_each_lines_pair_with_its_copies(tmp_path: Path):

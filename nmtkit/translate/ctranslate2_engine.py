@@ -123,6 +123,22 @@ def ct2_device(name: str) -> tuple[str, int]:
     return kind, int(index or 0)
 
 
+def searched_at_once(decode: DecodeConfig) -> bool:
+    """Whether a batch is first searched in one call up to its longest length limit
+    (`CTranslate2Engine._search_at_once`): not with a minimum length (CTranslate2 bounds it by the call's limit), a
+    coverage penalty (one sentence a call, see `CTranslate2Engine.one_each`) or sampling (its random numbers depend
+    on the batch anyway)."""
+    return not (decode.min_len or decode.coverage_penalty or decode.sample)
+
+
+def rescored(ended: bool, decode: DecodeConfig) -> bool:
+    """Whether a hypothesis' log-probability is computed again: one cut at the length limit (not `ended` with EOS)
+    lacks the EOS nmtkit forces there; with a minimum length CTranslate2 renormalizes each step's probabilities
+    without EOS, and when sampling it scores tokens by the temperature-scaled distribution, which nmtkit does not;
+    with a coverage penalty its score is not a log-probability."""
+    return not ended or decode.min_len > 0 or decode.sample or decode.coverage_penalty > 0
+
+
 def search_groups(limits: list[int], one_each: bool) -> list[tuple[list[int], int]]:
     """The rows that CTranslate2 searches in one call, with their length limit (EOS included, nmtkit's
     `length_limits`): the rows of one limit together, or each row alone (`CTranslate2Engine.one_each`)."""
@@ -148,22 +164,12 @@ def load_engine(directory: Path, device: str, threads: int, inter_threads: int, 
     return CTranslate2Engine(exported, settings, device, threads, inter_threads)
 
 
-class CTranslate2Engine:
-    """Searches batches of subword ids with CTranslate2 and returns nmtkit Hypotheses (`nmtkit.search`)."""
+class CTranslate2Model:
+    """A loaded CTranslate2 translator, called with nmtkit's subword ids as its pieces."""
 
-    name = "CTranslate2"
-    # tokens per batch of a one-thread worker on int8 weights: 1,000 (as 2,000 at --inter-threads 2) against the
-    # default 3,000 took 15.2 s against 15.9 s for the Acts verses (int8 export, beam 5, medians of 5 alternating
-    # whole commands on an Intel Xeon family 6 model 85); float32 weights are as fast or faster in large batches
-    single_thread_int8_batch = 1000
-
-    def __init__(self, exported: ExportedModel, decode: DecodeConfig, device: str = "auto", threads: int = 0,
-                 inter_threads: int = 1):
+    def __init__(self, exported: ExportedModel, device: str, threads: int, inter_threads: int):
         import ctranslate2
 
-        self.loaded = exported
-        self.configure(decode)
-        self.max_source = exported.max_positions - 1  # EOS takes a position
         src, tgt = exported.src_subword.processor, exported.tgt_subword.processor
         self.src_pieces = [src.id_to_piece(index) for index in range(src.get_piece_size())]
         self.tgt_ids = {tgt.id_to_piece(index): index for index in range(tgt.get_piece_size())}
@@ -178,6 +184,50 @@ class CTranslate2Engine:
                                                      inter_threads=inter_threads, intra_threads=self.intra_threads)
         except (RuntimeError, ValueError) as error:
             raise NmtkitError(f"CTranslate2 cannot load {exported.directory}: {error}") from error
+
+    def pieces(self, sources: list[list[int]]) -> list[list[str]]:
+        return [[self.src_pieces[index] for index in ids] for ids in sources]
+
+    def translate(self, tokens: list[list[str]], limit: int, min_len: int,
+                  options: dict) -> list[tuple[list[list[str]], list]]:
+        """(hypotheses, scores) of each source; nmtkit ends a sentence of limit 1 with EOS at once."""
+        if limit <= 1:
+            return [([[]], [0.0]) for _ in tokens]
+        try:
+            results = self.translator.translate_batch(tokens, max_decoding_length=limit - 1,
+                                                      min_decoding_length=min_len, **options)
+        except RuntimeError as error:  # a CUDA library missing or out of memory: one line, not a traceback
+            raise NmtkitError(f"CTranslate2 failed to translate on {self.device}: {error}") from error
+        return [(result.hypotheses, result.scores) for result in results]
+
+    def score(self, sources: list[list[str]], targets: list[list[str]]) -> list[float]:
+        """log P(targets + EOS | sources), teacher-forced by CTranslate2 (which appends the EOS to a target that
+        has none)."""
+        if not sources:
+            return []
+        targets = [pieces[:-1] if pieces[-1:] == [self.eos_piece] else pieces for pieces in targets]
+        try:
+            results = self.translator.score_batch(sources, targets, max_input_length=0)
+        except RuntimeError as error:
+            raise NmtkitError(f"CTranslate2 failed to score on {self.device}: {error}") from error
+        return [sum(result.log_probs) for result in results]
+
+
+class CTranslate2Engine:
+    """Searches batches of subword ids with CTranslate2 and returns nmtkit Hypotheses (`nmtkit.search`)."""
+
+    name = "CTranslate2"
+    # tokens per batch of a one-thread worker on int8 weights: 1,000 (as 2,000 at --inter-threads 2) against the
+    # default 3,000 took 15.2 s against 15.9 s for the Acts verses (int8 export, beam 5, medians of 5 alternating
+    # whole commands on an Intel Xeon family 6 model 85); float32 weights are as fast or faster in large batches
+    single_thread_int8_batch = 1000
+
+    def __init__(self, exported: ExportedModel, decode: DecodeConfig, device: str = "auto", threads: int = 0,
+                 inter_threads: int = 1):
+        self.loaded = exported
+        self.configure(decode)
+        self.max_source = exported.max_positions - 1  # EOS takes a position
+        self.model = CTranslate2Model(exported, device, threads, inter_threads)
 
     def configure(self, decode: DecodeConfig) -> None:
         import ctranslate2
@@ -201,9 +251,9 @@ class CTranslate2Engine:
         searches), or one when sampling, for its random numbers; a worker of one CPU thread searches int8 weights
         fastest in small batches, of at most `single_thread_int8_batch` tokens (the speed of each batch size is in
         docs/export-serve.md)."""
-        single_thread_int8 = (self.device == "cpu" and self.intra_threads == 1
+        single_thread_int8 = (self.model.device == "cpu" and self.model.intra_threads == 1
                               and self.loaded.quantization.startswith("int8"))
-        return Capabilities(workers=1 if self.decode.sample else self.inter_threads,
+        return Capabilities(workers=1 if self.decode.sample else self.model.inter_threads,
                             batch_tokens=self.single_thread_int8_batch if single_thread_int8 else 0)
 
     @property
@@ -217,7 +267,7 @@ class CTranslate2Engine:
         if check is not None:
             check()
         found: list[list[Hypothesis]] = [[] for _ in sources]
-        rows = self._search_at_once(sources, found) if self.at_once else list(range(len(sources)))
+        rows = self._search_at_once(sources, found) if searched_at_once(self.decode) else list(range(len(sources)))
         for group, limit in search_groups(self.limits([sources[row] for row in rows]), self.one_each):
             group_rows = [rows[index] for index in group]
             for row, hyps in zip(group_rows, self._search_group([sources[row] for row in group_rows], limit)):
@@ -232,13 +282,6 @@ class CTranslate2Engine:
         return length_limits([len(ids) + 1 for ids in sources], self.decode.max_len_a, self.decode.max_len_b,
                              self.max_source)
 
-    @property
-    def at_once(self) -> bool:
-        """Whether a batch is first searched in one call up to its longest length limit (`_search_at_once`):
-        not with a minimum length (CTranslate2 bounds it by the call's limit), a coverage penalty (one sentence a
-        call, see `one_each`) or sampling (its random numbers depend on the batch anyway)."""
-        return not (self.decode.min_len or self.decode.coverage_penalty or self.decode.sample)
-
     def _search_at_once(self, sources: list[list[int]], found: list[list[Hypothesis]]) -> list[int]:
         """Search every source in one call, up to the longest of their length limits, and keep in `found` each
         sentence whose hypotheses all ended with EOS at least two tokens before its own limit: its search stopped
@@ -249,10 +292,10 @@ class CTranslate2Engine:
         limits = self.limits(sources) if sources else [0]
         if max(limits) <= 1:
             return list(range(len(sources)))
-        tokens = [[self.src_pieces[index] for index in ids] for ids in sources]
+        tokens = self.model.pieces(sources)
         redo = []
         for row, (hypotheses, scores) in enumerate(self._translate(tokens, max(limits))):
-            if all(pieces[-1:] == [self.eos_piece] and len(pieces) <= limits[row] - 2 for pieces in hypotheses):
+            if all(pieces[-1:] == [self.model.eos_piece] and len(pieces) <= limits[row] - 2 for pieces in hypotheses):
                 hyps = [self._hypothesis(pieces, score, None) for pieces, score in zip(hypotheses, scores)]
                 found[row] = self._best(nmtkit_room(hyps, self.options["beam_size"]) if self.beam_search else hyps)
             else:
@@ -268,35 +311,26 @@ class CTranslate2Engine:
 
     def _search_group(self, sources: list[list[int]], limit: int) -> list[list[Hypothesis]]:
         """Sentences of one length limit. CTranslate2 stops one token short of it, where nmtkit forces the EOS: the
-        hypotheses cut there get that EOS afterwards (`_rescore`), as do all where CTranslate2's scores are not
-        nmtkit's (see `rescored`). A beam search that reached the limit is run again to see all it finished
+        hypotheses cut there get that EOS afterwards (`CTranslate2Model.score`), as do all where CTranslate2's scores
+        are not nmtkit's (see `rescored`). A beam search that reached the limit is run again to see all it finished
         (`finished_at_limit`), and `nmtkit_room` keeps what nmtkit's beam has room for."""
-        tokens = [[self.src_pieces[index] for index in ids] for ids in sources]
+        tokens = self.model.pieces(sources)
         results = self._translate(tokens, limit)
         if self.beam_search and limit > 1:
             reached = [row for row, (hypotheses, _) in enumerate(results)
-                       if any(pieces[-1:] != [self.eos_piece] for pieces in hypotheses)]
+                       if any(pieces[-1:] != [self.model.eos_piece] for pieces in hypotheses)]
             for row, result in zip(reached, self.finished_at_limit([tokens[row] for row in reached], limit)):
                 results[row] = result
         todo = [(row, rank) for row, (hypotheses, _) in enumerate(results) for rank, pieces in enumerate(hypotheses)
-                if self.rescored(pieces)]
-        log_probs = self._rescore([tokens[row] for row, _ in todo], [results[row][0][rank] for row, rank in todo])
-        rescored = dict(zip(todo, log_probs))
-        found = [[self._hypothesis(pieces, score, rescored.get((row, rank)))
+                if rescored(pieces[-1:] == [self.model.eos_piece], self.decode)]
+        log_probs = self.model.score([tokens[row] for row, _ in todo], [results[row][0][rank] for row, rank in todo])
+        recomputed = dict(zip(todo, log_probs))
+        found = [[self._hypothesis(pieces, score, recomputed.get((row, rank)))
                   for rank, (pieces, score) in enumerate(zip(*result))] for row, result in enumerate(results)]
         return [nmtkit_room(hyps, self.options["beam_size"]) for hyps in found] if self.beam_search else found
 
     def _translate(self, tokens: list[list[str]], limit: int, **options) -> list[tuple[list[list[str]], list]]:
-        """(hypotheses, scores) of each source; nmtkit ends a sentence of limit 1 with EOS at once."""
-        if limit <= 1:
-            return [([[]], [0.0]) for _ in tokens]
-        try:
-            results = self.translator.translate_batch(
-                tokens, max_decoding_length=limit - 1, min_decoding_length=min(self.decode.min_len, limit - 1),
-                **{**self.options, **options})
-        except RuntimeError as error:  # a CUDA library missing or out of memory: one line, not a traceback
-            raise NmtkitError(f"CTranslate2 failed to translate on {self.device}: {error}") from error
-        return [(result.hypotheses, result.scores) for result in results]
+        return self.model.translate(tokens, limit, min(self.decode.min_len, limit - 1), {**self.options, **options})
 
     def finished_at_limit(self, tokens: list[list[str]], limit: int) -> list[tuple[list[list[str]], list]]:
         """Every hypothesis the beam search of these sentences finished. Each reached the length limit, so it had
@@ -308,35 +342,15 @@ class CTranslate2Engine:
             return []
         return self._translate(tokens, limit, patience=2.0, num_hypotheses=2 * self.options["beam_size"])
 
-    def rescored(self, pieces: list[str]) -> bool:
-        """Whether a hypothesis' log-probability is computed again: one cut at the length limit lacks the EOS
-        nmtkit forces there; with a minimum length CTranslate2 renormalizes each step's probabilities without EOS,
-        and when sampling it scores tokens by the temperature-scaled distribution, which nmtkit does not; with a
-        coverage penalty its score is not a log-probability."""
-        return (pieces[-1:] != [self.eos_piece] or self.decode.min_len > 0 or self.decode.sample
-                or self.decode.coverage_penalty > 0)
-
-    def _rescore(self, sources: list[list[str]], targets: list[list[str]]) -> list[float]:
-        """log P(targets + EOS | sources), teacher-forced by CTranslate2 (which appends the EOS to a target that
-        has none)."""
-        if not sources:
-            return []
-        targets = [pieces[:-1] if pieces[-1:] == [self.eos_piece] else pieces for pieces in targets]
-        try:
-            results = self.translator.score_batch(sources, targets, max_input_length=0)
-        except RuntimeError as error:
-            raise NmtkitError(f"CTranslate2 failed to score on {self.device}: {error}") from error
-        return [sum(result.log_probs) for result in results]
-
     def _hypothesis(self, pieces: list[str], score: float, log_prob: float | None) -> Hypothesis:
         """nmtkit's Hypothesis for CTranslate2's `pieces` and `score`; `log_prob` when it was computed again, and
         then a beam-search score of nmtkit's ranking (with a coverage penalty, CTranslate2's score is kept: the
         coverage of a cut hypothesis lacks the EOS step)."""
-        pieces = pieces[:-1] if pieces[-1:] == [self.eos_piece] else pieces
+        pieces = pieces[:-1] if pieces[-1:] == [self.model.eos_piece] else pieces
         if log_prob is None:  # ended with EOS: CTranslate2's score means what nmtkit's does
             log_prob = score * self.length_penalty.divisor(len(pieces) + 1) if self.beam_search else score
         elif not self.beam_search:
             score = log_prob
         elif not self.decode.coverage_penalty:
             score = self.length_penalty(log_prob, len(pieces) + 1)
-        return Hypothesis([self.tgt_ids[piece] for piece in pieces], score, log_prob)
+        return Hypothesis([self.model.tgt_ids[piece] for piece in pieces], score, log_prob)

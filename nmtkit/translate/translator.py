@@ -29,6 +29,22 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def source_tag(lang: str, loaded: LoadedFiles, where: str) -> list[int]:
+    """The tag of target language `lang` that starts a multilingual model's source (Johnson et al. 2017); none for a
+    model of one target language, which refuses another language. `where` ("line 3") starts an error."""
+    if not loaded.tags:
+        model_lang = loaded.langs[1]
+        if lang and model_lang and lang != model_lang:
+            raise NmtkitError(f"{where}: target language {lang!r}: this model translates into "
+                              f"{model_lang} only (--tgt-lang is for multilingual models)")
+        return []
+    if lang not in loaded.tags:
+        what = (f"unknown target language {lang!r}" if lang else
+                "a multilingual model needs a target language (--tgt-lang, or tgt_lang)")
+        raise NmtkitError(f"{where}: {what}; this model translates into {', '.join(sorted(loaded.tags))}")
+    return [loaded.tags[lang]]
+
+
 class Translator:
     """An engine plus the pipeline around its search; translates lists of lines."""
 
@@ -91,27 +107,11 @@ class Translator:
         variant.step_check = check
         return variant
 
-    def source_tag(self, request: Request, where: str) -> list[int]:
-        """The target-language tag that starts a multilingual model's source (Johnson et al. 2017); none for a model
-        of one target language, which refuses another language. `where` ("line 3") starts an error."""
-        lang, tags = request.tgt_lang or self.decode.tgt_lang, self.loaded.tags
-        if not tags:
-            model_lang = self.loaded.langs[1]
-            if lang and model_lang and lang != model_lang:
-                raise NmtkitError(f"{where}: target language {lang!r}: this model translates into "
-                                  f"{model_lang} only (--tgt-lang is for multilingual models)")
-            return []
-        if lang not in tags:
-            what = (f"unknown target language {lang!r}" if lang else
-                    "a multilingual model needs a target language (--tgt-lang, or tgt_lang)")
-            raise NmtkitError(f"{where}: {what}; this model translates into {', '.join(sorted(tags))}")
-        return [tags[lang]]
-
     def encode(self, requests: list[Request], where: str = "line", first: int = 1) -> list[list[int]]:
         """Each request's source ids: its tag (`source_tag`; errors name `where` and the request's number, counted
         from `first`) and its text's subwords as written, not truncated."""
         ids = self.loaded.src_subword.encode([request.text for request in requests])
-        return [self.source_tag(request, f"{where} {first + index}") + seq
+        return [source_tag(request.tgt_lang or self.decode.tgt_lang, self.loaded, f"{where} {first + index}") + seq
                 for index, (request, seq) in enumerate(zip(requests, ids))]
 
     def _truncate(self, ids: list[int], number: int) -> list[int]:
