@@ -23,8 +23,8 @@ from nmtkit import Translator
 
 def sized(translator: Translator, size: int) -> Translator:
     """`translator` searching batches of `size` tokens, above the cap it puts on int8 batches of one-thread workers
-    (`ExportedTranslator.batch_budget`) too."""
-    translator.single_thread_int8_batch = size
+    (`Translator.batch_budget`) too."""
+    translator.engine.single_thread_int8_batch = size
     return translator
 
 
@@ -36,7 +36,8 @@ def sweep(model: Path, lines: list[str], threads: int, inter_threads: int, sizes
     made small batches look faster than they were)."""
     translator = Translator.load(model, threads=threads, inter_threads=inter_threads)
     cells = [(beam, size) for beam in beams for size in sizes]
-    variants = {cell: sized(translator.with_decode(beam=cell[0], batch_tokens=cell[1] * translator.workers), cell[1])
+    workers = translator.capabilities.workers
+    variants = {cell: sized(translator.with_decode(beam=cell[0], batch_tokens=cell[1] * workers), cell[1])
                 for cell in cells}
     variants[cells[0]].translate(lines[:100])  # CTranslate2 allocates its buffers on the first calls
     seconds: dict[tuple[int, int], list[float]] = {cell: [] for cell in cells}

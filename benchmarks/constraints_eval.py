@@ -148,6 +148,7 @@ def main(argv: list[str] | None = None) -> dict:
     from nmtkit.config import DecodeConfig
     from nmtkit.ensemble import load_models
     from nmtkit.translate import Translator
+    from nmtkit.translate.torch_engine import TorchEngine
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-m", "--model", required=True, type=Path, help="checkpoint (Spanish -> English)")
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None) -> dict:
     decode = DecodeConfig(**{**vars(loaded.config.decode), "beam": args.beam, "nbest": 1})
     counter = WarningCounter()
     logging.getLogger("nmtkit").addHandler(counter)
-    plain, constrained = compare(Translator(loaded, decode, torch.device("cpu")), requests, args.repeats)
+    plain, constrained = compare(Translator(TorchEngine(loaded, decode, torch.device("cpu"))), requests, args.repeats)
     unmet = counter.unmet // args.repeats
     for name, run in (("plain", plain), ("constrained", constrained)):
         (args.out / f"{name}.en").write_text("".join(line + "\n" for line in run.outputs), encoding="utf-8")

@@ -18,12 +18,12 @@ threads (nmtkit `--threads`; OpenNMT-py has no thread flag and takes OMP_NUM_THR
   its outputs equal its float32 run's).
 The same weights also run in CTranslate2, twice, each through its own converter (conversions outside the timed
 commands): nmtkit's export (`nmtkit export`, float32 and int8 weights), translated by `nmtkit translate -m DIR`
-with nmtkit's search settings (outputs equal nmtkit's float32 ones up to float rounding, see nmtkit/ct2.py), and
-CTranslate2's own OpenNMT-py converter (`ct2-opennmt-py-converter`, float32 and int8 weights, run on the
-checkpoint above; it reads no OpenNMT-py code, and it leaves the layer norm epsilon at CTranslate2's 1e-6 where
-nmtkit and this checkpoint use 1e-5), translated by benchmarks/ct2_translate.py with CTranslate2's defaults
-(`translate_file`: batches of 32 sentences, length penalty 1 on |Y| without EOS, at most 256 tokens), its input and
-output as OpenNMT-py's.
+with nmtkit's search settings (outputs equal nmtkit's float32 ones up to float rounding, see
+nmtkit/translate/ctranslate2_engine.py), and CTranslate2's own OpenNMT-py converter (`ct2-opennmt-py-converter`,
+float32 and int8 weights, run on the checkpoint above; it reads no OpenNMT-py code, and it leaves the layer norm
+epsilon at CTranslate2's 1e-6 where nmtkit and this checkpoint use 1e-5), translated by benchmarks/ct2_translate.py
+with CTranslate2's defaults (`translate_file`: batches of 32 sentences, length penalty 1 on |Y| without EOS, at most
+256 tokens), its input and output as OpenNMT-py's.
 Both use their default batching: nmtkit (the checkpoint's decode settings) sorts 2000 lines at a time by length
 and cuts batches of 6000 source tokens; OpenNMT-py sorts up to 16384 lines by length and cuts batches of 30
 sentences. Both use their default output length limit: nmtkit 1.5 * source length + 10 per sentence, OpenNMT-py

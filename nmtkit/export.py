@@ -16,8 +16,9 @@ between nmtkit and other toolkits, and so break their converters, are settled he
   the last decoder layer's averaged over all heads (`alignment_heads=0`), as nmtkit's.
 
 The directory also holds the SentencePiece model(s) and `nmtkit.json` (config, languages, decode defaults), so it
-alone is enough to translate (`nmtkit.ct2`); with `--shortlist DATA`, also a vocabulary shortlist built from the
-training data (`vmap.txt`, `nmtkit.shortlist`), which `nmtkit translate` then uses.
+alone is enough to translate (`nmtkit.translate.exported` reads it, `nmtkit.translate.ctranslate2_engine` searches
+it); with `--shortlist DATA`, also a vocabulary shortlist built from the training data (`vmap.txt`,
+`nmtkit.shortlist`), which `nmtkit translate` then uses.
 """
 
 from __future__ import annotations
@@ -33,11 +34,11 @@ from torch import Tensor, nn
 
 from nmtkit.checkpoint import LoadedModel, load_checkpoint, restore_model
 from nmtkit.config import to_dict
-from nmtkit.ct2 import MANIFEST, MANIFEST_FORMAT, SOURCE_SUBWORD, TARGET_SUBWORD, VMAP
 from nmtkit.data.subword import BOS, EOS, UNK, Subword
 from nmtkit.errors import NmtkitError
 from nmtkit.models.transformer import GATED, DecoderLayer, EncoderLayer, Transformer
 from nmtkit.shortlist import shortlist_from_data
+from nmtkit.translate.exported import MANIFEST, MANIFEST_FORMAT, SOURCE_SUBWORD, TARGET_SUBWORD, VMAP
 from nmtkit.version import __version__
 
 QUANTIZATIONS = ("float32", "int8", "int8_float32", "int8_float16", "int8_bfloat16", "float16", "bfloat16", "int16")

@@ -1,8 +1,8 @@
 """What a search finds and how it ranks what it finds: `Hypothesis`, `LengthPenalty` and the output length limit.
 
-Shared by nmtkit's own searches (`nmtkit.search`) and CTranslate2's (`nmtkit.ct2`). This module imports no torch,
-so that translating with an exported model never does (importing torch takes about 2 seconds, ten times
-CTranslate2's whole start).
+Shared by nmtkit's own searches (`nmtkit.search`) and CTranslate2's (`nmtkit.translate.ctranslate2_engine`). This
+module imports no torch, so that translating with an exported model never does (importing torch takes about 2
+seconds, ten times CTranslate2's whole start).
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ from nmtkit.inputs import Request
 from nmtkit.serve_config import ServeConfig
 from nmtkit.serve_connections import CappedSite
 from nmtkit.serve_requests import BadRequest, check_output_lengths, parse_body, parse_request
-from nmtkit.translate import ExportedTranslator, Translator
+from nmtkit.translate import Translator
 
 log = logging.getLogger(__name__)
 
@@ -67,9 +67,11 @@ class OverBudget(Exception):
 
 @dataclass
 class Job:
-    """One request's sentences waiting for the worker; `done` gets its (text, score) hypotheses per sentence."""
+    """One request's sentences (and their source ids, `Translator.encode`) waiting for the worker; `done` gets their
+    (text, score) hypotheses."""
 
     sentences: list[Request]
+    sources: list[list[int]]
     options: dict
     tokens: int
     done: asyncio.Future = field(repr=False)
@@ -94,24 +96,23 @@ class Service:
         return self.translator.with_decode(**options) if options else self.translator
 
     @staticmethod
-    def check(translator: Translator, sentences: list[Request]) -> None:
-        """NmtkitError for sentences this translator cannot serve: a multilingual model's without a target language
-        (from the sentence, the request, or serve's --set decode.tgt_lang=...), constraints that an exported model
-        or sampling cannot follow."""
-        for index, sentence in enumerate(sentences):
-            translator.source_tag(sentence, f"sentence {index}")
+    def encode(translator: Translator, sentences: list[Request]) -> list[list[int]]:
+        """The sentences' source ids, once for the request (`Translator.encode`), and NmtkitError for sentences this
+        translator cannot serve: a multilingual model's without a target language (from the sentence, the request,
+        or serve's --set decode.tgt_lang=...), constraints that its engine or sampling cannot follow."""
+        sources = translator.encode(sentences, "sentence", 0)
         if any(sentence.constrained for sentence in sentences):
-            if isinstance(translator, ExportedTranslator):
-                raise NmtkitError("constraints and prefixes need a checkpoint: CTranslate2 has no constrained search")
+            if not translator.capabilities.constraints:
+                raise NmtkitError(f"constraints and prefixes need a checkpoint: {translator.engine.name} has no "
+                                  "constrained search")
             if translator.decode.sample:
                 raise NmtkitError("constraints and prefixes need beam search; this service samples")
+        return sources
 
-    def source_lengths(self, translator: Translator, sentences: list[Request]) -> list[int]:
+    def source_lengths(self, sources: list[list[int]]) -> list[int]:
         """Each sentence's source subwords (with a multilingual model's target-language tag), or BadRequest (413) for
         one of more than `max_tokens`."""
-        encoded = self.translator.loaded.src_subword.encode([sentence.text for sentence in sentences])
-        lengths = [len(translator.source_tag(sentence, f"sentence {index}")) + len(ids)
-                   for index, (sentence, ids) in enumerate(zip(sentences, encoded))]
+        lengths = [len(ids) for ids in sources]
         for index, length in enumerate(lengths):
             if length > self.max_tokens:
                 raise BadRequest(f"sentence {index} has {length} subwords; at most {self.max_tokens}", 413)
@@ -132,13 +133,13 @@ class Service:
         sentences, options, scores = parse_request(parse_body(await self.read_body(request)), self.config)
         try:
             translator = self.variant(options)
-            self.check(translator, sentences)
-            lengths = self.source_lengths(translator, sentences)
+            sources = self.encode(translator, sentences)
         except NmtkitError as error:
             raise BadRequest(str(error)) from error
+        lengths = self.source_lengths(sources)
         check_output_lengths(lengths, translator.decode.max_len_a, translator.decode.max_len_b,
                              self.translator.max_source, self.config)
-        job = Job(sentences, options, sum(lengths), asyncio.get_running_loop().create_future())
+        job = Job(sentences, sources, options, sum(lengths), asyncio.get_running_loop().create_future())
         self.pending += 1
         try:
             await self.queue.put(job)
@@ -158,8 +159,8 @@ class Service:
         return response
 
     async def health(self, request: web.Request) -> web.Response:
-        backend = "ctranslate2" if isinstance(self.translator, ExportedTranslator) else "pytorch"
-        return web.json_response({"status": "stopping" if self.stopping else "ok", "backend": backend,
+        return web.json_response({"status": "stopping" if self.stopping else "ok",
+                                  "backend": self.translator.engine.name.lower(),
                                   "pending": self.pending, "requests": self.requests,
                                   "translation_calls": self.calls}, dumps=dumps)
 
@@ -192,11 +193,13 @@ class Service:
 
     async def run_group(self, jobs: list[Job]) -> None:
         lines = [sentence for job in jobs for sentence in job.sentences]
+        sources = [ids for job in jobs for ids in job.sources]
         budget = self.config.time_budget
         check = functools.partial(self.check_budget, time.monotonic() + budget)
         translator = self.variant(jobs[0].options).with_step_check(check)
         try:
-            results = await asyncio.get_running_loop().run_in_executor(None, translator.translate_requests, lines)
+            results = await asyncio.get_running_loop().run_in_executor(
+                None, translator.translate_requests, lines, 1, sources)
         except OverBudget:
             log.warning("translation of %d sentences stopped: over the time budget of %g s", len(lines), budget)
             self.fail(jobs, lambda: BadRequest(f"the translation ran past this service's time budget ({budget:g} s, "

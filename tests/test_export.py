@@ -2,9 +2,9 @@
 
 Tiny Transformers are trained for a few seconds on a letter task (lower case -> upper case, so that separate
 vocabularies differ), one per architecture variant; their translations end with EOS as a real model's do, and the
-length-limit tests make them run into it. What `nmtkit.ct2` promises is checked as it is stated: greedy search
-equal in tokens and scores everywhere; beam search equal in its best hypothesis; n-best lists that can only be
-better below the best (CTranslate2 keeps every hypothesis that ends in a sentence's last step).
+length-limit tests make them run into it. What `nmtkit.translate.ctranslate2_engine` promises is checked as it is
+stated: greedy search equal in tokens and scores everywhere; beam search equal in its best hypothesis; n-best lists
+that can only be better below the best (CTranslate2 keeps every hypothesis that ends in a sentence's last step).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from scripts import load_script
 from nmtkit import Translator
 from nmtkit.checkpoint import load_checkpoint, make_payload, restore_model, save_atomic
 from nmtkit.config import DecodeConfig
-from nmtkit.ct2 import NO_LENGTH_PENALTY, CTranslate2Search, load_exported, search_options
 from nmtkit.data.dataset import encode_sources
 from nmtkit.data.subword import EOS
 from nmtkit.errors import NmtkitError
@@ -33,6 +32,8 @@ from nmtkit.modules.embeddings import sinusoidal_table
 from nmtkit.registry import build_model
 from nmtkit.run_config import build_config
 from nmtkit.search import max_lengths
+from nmtkit.translate.ctranslate2_engine import NO_LENGTH_PENALTY, CTranslate2Engine, search_groups, search_options
+from nmtkit.translate.exported import load_exported
 
 LETTERS = "abcdefgh"
 ARCHITECTURES = [
@@ -145,19 +146,21 @@ def test_greedy_search_at_the_length_limit_and_minimum_length_is_exact(pre_norm)
 @pytest.mark.parametrize("decode", [{"max_len_a": 0.5, "max_len_b": 1}, {"min_len": 4},
                                     {"coverage_penalty": 0.3}, {"coverage_penalty": 0.2, "length_penalty": "none"}])
 def test_beam_search_with_limits_and_coverage_mostly_agrees(pre_norm, decode):
-    """The documented differences (see nmtkit.ct2) are rare: beams cut at the length limit, renormalized steps
-    under a minimum length, hypotheses the coverage penalty would rank first among those nmtkit has no room for."""
+    """The documented differences (see nmtkit.translate.ctranslate2_engine) are rare: beams cut at the length limit,
+    renormalized steps under a minimum length, hypotheses the coverage penalty would rank first among those nmtkit
+    has no room for."""
     pytorch, ct2 = both(pre_norm, letter_lines(50, seed=10, longest=9), beam=4, **decode)
     assert_same_best(pytorch, ct2, least=0.8)
 
 
 def test_coverage_penalty_searches_each_sentence_alone(pre_norm):
     exported = load_exported(pre_norm[1])
-    plain = CTranslate2Search(exported, DecodeConfig(beam=4), "cpu", threads=1)
+    plain = CTranslate2Engine(exported, DecodeConfig(beam=4), "cpu", threads=1)
     covered = plain.with_decode(DecodeConfig(beam=4, coverage_penalty=0.2))
-    sources = [[4, 5], [6, 7], [4, 5, 6, 7, 8]]
-    assert [len(rows) for rows, _ in covered.groups(sources)] == [1, 1, 1]
-    assert sorted(len(rows) for rows, _ in plain.groups(sources)) == [1, 2]  # one call per length limit
+    limits = plain.limits([[4, 5], [6, 7], [4, 5, 6, 7, 8]])
+    assert covered.one_each and not plain.one_each
+    assert [len(rows) for rows, _ in search_groups(limits, covered.one_each)] == [1, 1, 1]
+    assert sorted(len(rows) for rows, _ in search_groups(limits, plain.one_each)) == [1, 2]  # a call per limit
 
 
 @pytest.mark.isa
@@ -311,13 +314,13 @@ def test_batches_searched_at_once_translate_as_one_at_a_time(pre_norm, decode):
     alone = Translator.load(directory, device="cpu", threads=1, batch_tokens=6, **decode).translate_nbest(lines)
     translator = Translator.load(directory, device="cpu", threads=2, inter_threads=2, batch_tokens=12,
                                  **decode)  # one thread each
-    assert translator.engine.translator.num_translators == 2
+    assert translator.engine.model.translator.num_translators == 2
     assert (translator.batch_budget, translator.with_decode(batch_tokens=7).batch_budget) == (6, 3)
     int8 = translator.with_decode(batch_tokens=6000)  # a copy; one-thread workers on int8 weights: small batches
-    int8.loaded = dataclasses.replace(int8.loaded, quantization="int8")
+    int8.engine.loaded = dataclasses.replace(int8.loaded, quantization="int8")
     assert (translator.with_decode(batch_tokens=6000).batch_budget, int8.batch_budget) == (3000, 1000)
     two_threads = Translator.load(directory, device="cpu", threads=4, inter_threads=2, batch_tokens=6000)
-    two_threads.loaded = int8.loaded
+    two_threads.engine.loaded = int8.loaded
     assert two_threads.batch_budget == 3000
     assert translator.translate_nbest(lines) == alone
     with pytest.raises(NmtkitError, match="applies to a directory written by nmtkit export"):
@@ -443,7 +446,7 @@ def test_a_gpu_without_ctranslate2s_cuda_libraries(monkeypatch, pre_norm):
     is a one-line error, not a traceback."""
     import ctranslate2
 
-    from nmtkit import ct2
+    from nmtkit.translate import ctranslate2_engine as ct2
 
     monkeypatch.setattr(ctranslate2, "get_cuda_device_count", lambda: 1)
     monkeypatch.setattr(ct2, "cuda_libraries_missing", lambda: ct2.CUBLAS)
@@ -459,7 +462,7 @@ def test_a_gpu_without_ctranslate2s_cuda_libraries(monkeypatch, pre_norm):
         def translate_batch(self, *args, **kwargs):
             raise RuntimeError("Library libcublas.so.12 is not found or cannot be loaded")
 
-    search = CTranslate2Search(load_exported(pre_norm[1]), DecodeConfig(beam=2), device="cpu", threads=1)
-    search.translator = Failing()
+    engine = CTranslate2Engine(load_exported(pre_norm[1]), DecodeConfig(beam=2), device="cpu", threads=1)
+    engine.model.translator = Failing()
     with pytest.raises(NmtkitError, match="failed to translate on cpu: Library libcublas.so.12 is not found"):
-        search([[5, 6, 7]])
+        engine.search([[5, 6, 7]], None, None)

@@ -84,7 +84,8 @@ def circles(graph: dict[str, set[str]]) -> list[set[str]]:
 
 def test_the_import_graph_is_read_from_the_source():
     graph = import_graph()
-    assert "nmtkit.data.dataset" in graph["nmtkit.translate"]
+    assert "nmtkit.data.dataset" in graph["nmtkit.translate.torch_engine"]
+    assert "nmtkit.translate.torch_engine" in graph["nmtkit.translate.translator"]  # inside a function
     assert "nmtkit.errors" in graph["nmtkit.cli"]
     assert "nmtkit.training.command" in graph["nmtkit.cli"]  # an import inside a function counts
 
@@ -149,7 +150,9 @@ def test_the_exported_model_path_imports_no_torch():
     """`nmtkit translate -m EXPORTED_DIR` starts without torch (about 2 s of imports against CTranslate2's 0.2 s)
     or numpy (0.08 s): the modules on its path import neither when loaded (tests/test_export.py translates through
     them)."""
-    path = ["nmtkit.cli", "nmtkit.translate", "nmtkit.ct2", "nmtkit.hypotheses", "nmtkit.data.batching"]
+    path = ["nmtkit.cli", "nmtkit.translate", "nmtkit.translate.translator", "nmtkit.translate.engine",
+            "nmtkit.translate.exported", "nmtkit.translate.ctranslate2_engine", "nmtkit.hypotheses",
+            "nmtkit.data.batching"]
     script = ("import importlib, sys\n"
               f"for name in {path!r}:\n"
               "    importlib.import_module(name)\n"

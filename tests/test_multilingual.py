@@ -24,6 +24,7 @@ from nmtkit.run_config import build_config
 from nmtkit.training.config import completed
 from nmtkit.training.loop import train
 from nmtkit.translate import Translator
+from nmtkit.translate.torch_engine import TorchEngine
 
 WORDS = {"en": "one two three four five six".split(), "de": "eins zwei drei vier fuenf sechs".split(),
          "fr": "un deux trois quatre cinq six".split()}
@@ -119,7 +120,7 @@ def test_translate_adds_the_chosen_tag_once(model: Path, monkeypatch):
     seen = []
     monkeypatch.setattr(Translator, "search", lambda self, sources, constraints=None: seen.extend(sources) or
                         [[type("Hyp", (), {"tokens": [], "score": 0.0, "constraints_met": True})()]] * len(sources))
-    translator = Translator(loaded, DecodeConfig(beam=1, tgt_lang="fr"), torch.device("cpu"))
+    translator = Translator(TorchEngine(loaded, DecodeConfig(beam=1, tgt_lang="fr"), torch.device("cpu")))
     translator.translate_requests([Request("one two"), Request("three", tgt_lang="de")])
     assert {len(source): source[0] for source in seen} == {3: loaded.tags["fr"], 2: loaded.tags["de"]}
     assert all(list(source[1:]).count(loaded.tags["fr"]) == 0 for source in seen)
@@ -149,13 +150,14 @@ def test_serve_asks_a_multilingual_model_for_the_target_language(model: Path):
                                            "tgt_lang": "de"}, service.config)
     translator = service.variant(options)
     assert translator.decode.tgt_lang == "de"
-    service.check(translator, sentences)
+    tags = translator.loaded.tags
+    assert [ids[0] for ids in service.encode(translator, sentences)] == [tags["de"], tags["fr"]]
     with pytest.raises(NmtkitError, match="sentence 0: a multilingual model needs a target language.*de, en, fr"):
-        service.check(service.variant({}), sentences)
+        service.encode(service.variant({}), sentences)
     with pytest.raises(NmtkitError, match="unknown --tgt-lang 'xx'"):
         service.variant({"tgt_lang": "xx"})
     with pytest.raises(NmtkitError, match="sentence 1: unknown target language 'it'"):
-        service.check(translator, [sentences[0], Request("four", tgt_lang="it")])
+        service.encode(translator, [sentences[0], Request("four", tgt_lang="it")])
 
 
 def test_subword_samples_repeat_each_lines_pair_with_its_copies(tmp_path: Path):

@@ -28,6 +28,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.export import export_model
 from nmtkit.inputs import Request
 from nmtkit.serve import BadRequest, ServeConfig, Service, make_app, parse_request
+from nmtkit.translate.engine import Capabilities
 
 
 @pytest.fixture(scope="module")
@@ -173,11 +174,12 @@ class EchoTranslator:
     """Stands in for a Translator in the service's own tests: upper-cases lines, fails on "boom", records calls."""
 
     max_source = 50
+    capabilities = Capabilities(constraints=True)
+    engine = SimpleNamespace(name="Echo")
 
     def __init__(self, options: dict | None = None, calls: list | None = None):
         self.options, self.calls = options or {}, [] if calls is None else calls
         self.decode = DecodeConfig(**{"beam": 1, **self.options})
-        self.loaded = SimpleNamespace(src_subword=SimpleNamespace(encode=lambda lines: [x.split() for x in lines]))
 
     def with_decode(self, **options) -> EchoTranslator:
         return EchoTranslator(options, self.calls)
@@ -185,10 +187,11 @@ class EchoTranslator:
     def with_step_check(self, check) -> EchoTranslator:
         return self
 
-    def source_tag(self, request: Request, where: str) -> list[int]:
-        return []
+    def encode(self, requests: list[Request], where: str, first: int) -> list[list[str]]:
+        return [request.text.split() for request in requests]
 
-    def translate_requests(self, requests: list[Request]) -> list[list[tuple[str, float]]]:
+    def translate_requests(self, requests: list[Request], first_line: int = 1,
+                           sources: list | None = None) -> list[list[tuple[str, float]]]:
         lines = [request.text for request in requests]
         self.calls.append((self.options, lines))
         if "boom" in lines:

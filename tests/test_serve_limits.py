@@ -18,7 +18,9 @@ from nmtkit.inputs import Request
 from nmtkit.search import beam_search, greedy_search
 from nmtkit.serve import ServeConfig, Service, make_app
 from nmtkit.serve_requests import BadRequest, RequestLimits, parse_body, parse_request
-from nmtkit.translate import ExportedTranslator
+from nmtkit.translate import Translator
+from nmtkit.translate.ctranslate2_engine import CTranslate2Engine
+from nmtkit.translate.engine import Capabilities
 
 
 class StepTranslator:
@@ -27,11 +29,11 @@ class StepTranslator:
     "nan" gets a NaN score."""
 
     max_source = 50
+    capabilities = Capabilities(constraints=True)
 
     def __init__(self, options: dict | None = None, step_check=None, step_seconds: float = 0.01):
         self.options, self.step_check, self.step_seconds = options or {}, step_check, step_seconds
         self.decode = DecodeConfig(**{"beam": 1, **self.options})
-        self.loaded = SimpleNamespace(src_subword=SimpleNamespace(encode=lambda lines: [x.split() for x in lines]))
         self.steps_taken = []  # shared by the variants
 
     def with_decode(self, **options) -> StepTranslator:
@@ -44,10 +46,11 @@ class StepTranslator:
         variant.step_check = check
         return variant
 
-    def source_tag(self, request: Request, where: str) -> list[int]:
-        return []
+    def encode(self, requests: list[Request], where: str, first: int) -> list[list[str]]:
+        return [request.text.split() for request in requests]
 
-    def translate_requests(self, requests: list[Request]) -> list[list[tuple[str, float]]]:
+    def translate_requests(self, requests: list[Request], first_line: int = 1,
+                           sources: list | None = None) -> list[list[tuple[str, float]]]:
         steps = max(int(words[0]) if (words := request.text.split()) and words[0].isdigit() else 1
                     for request in requests)
         for _ in range(steps):
@@ -215,11 +218,12 @@ def torch_lengths(src, length: int):
 
 
 
-def test_an_exported_model_checks_before_each_ctranslate2_call():
+def test_a_ctranslate2_engine_checks_before_each_call():
     """A CTranslate2 call cannot be interrupted: the check comes before each batch's call."""
+    engine = CTranslate2Engine.__new__(CTranslate2Engine)  # no model: its search of a group is a stand-in
+    engine.decode, engine.options, engine.max_source = DecodeConfig(beam=1, min_len=1), {"beam_size": 1}, 50
     engine_calls = []
-    translator = ExportedTranslator.__new__(ExportedTranslator)  # no model: the engine is a stand-in
-    translator.engine = lambda sources: engine_calls.append(sources) or [[]] * len(sources)
+    engine._search_group = lambda sources, limit: engine_calls.append(sources) or [[] for _ in sources]
     budget_left = [1]
 
     def check():
@@ -227,8 +231,21 @@ def test_an_exported_model_checks_before_each_ctranslate2_call():
             raise TimeoutError
         budget_left[0] -= 1
 
-    checked = translator.with_step_check(check)
-    assert checked.search([[5, 6]]) == [[]] and engine_calls == [[[5, 6]]]
+    assert engine.search([[5, 6]], None, check) == [[]] and engine_calls == [[[5, 6]]]
     with pytest.raises(TimeoutError):
-        checked.search([[7]])
-    assert engine_calls == [[[5, 6]]] and translator.step_check is None  # with_step_check made a copy
+        engine.search([[7]], None, check)
+    assert engine_calls == [[[5, 6]]]
+
+
+def test_the_translator_hands_its_step_check_to_its_engine():
+    seen = []
+    engine = SimpleNamespace(decode=DecodeConfig(), loaded=SimpleNamespace(tags={}),
+                             search=lambda sources, constraints, check: seen.append(check) or [[]] * len(sources))
+    translator = Translator(engine)
+
+    def check():
+        pass
+
+    checked = translator.with_step_check(check)
+    assert checked.search([[5]]) == [[]] and translator.search([[5]]) == [[]]
+    assert seen == [check, None] and translator.step_check is None  # with_step_check made a copy

@@ -13,12 +13,12 @@ from letter_task import LETTERS, letter_lines, letter_task, train_tiny
 from nmtkit import Translator
 from nmtkit import shortlist as shortlist_module
 from nmtkit.config import DataConfig
-from nmtkit.ct2 import load_exported
 from nmtkit.data.dataset import TokenArray
 from nmtkit.data.prepare import SplitFiles, load_subwords, prepare_data
 from nmtkit.errors import NmtkitError
 from nmtkit.export import export_model
 from nmtkit.shortlist import Shortlist, build_shortlist
+from nmtkit.translate.exported import load_exported
 
 # Four sentence pairs over pieces 4-9 (0-3 are special). Sentence counts: source 4, 5, 6: 2 each; target 7: 2,
 # 8: 3, 9: 2. Dice 2c(s,t) / (c(s) + c(t)): 4-7 1.0, 4-9 0.5, 4-8 0.4; 5-8 0.8, 5-7 0.5; 6-9 1.0, 6-7 0.5, 6-8 0.4.

@@ -17,6 +17,7 @@ from nmtkit.precision import decoding_timings
 from nmtkit.registry import build_model
 from nmtkit.run_config import build_config
 from nmtkit.translate import Translator, format_hypotheses, translate_stream
+from nmtkit.translate.torch_engine import TorchEngine
 
 WORDS = "uno dos tres cuatro cinco seis siete ocho nueve diez".split()
 
@@ -42,7 +43,7 @@ def shuffled_lines(count: int, seed: int) -> list[str]:
 def test_batched_translation_equals_line_by_line(loaded: LoadedModel, beam: int):
     lines = shuffled_lines(40, seed=beam)
     decode = DecodeConfig(beam=beam, batch_tokens=30, buffer_size=7, max_len_b=5)
-    translator = Translator(loaded, decode, torch.device("cpu"))
+    translator = Translator(TorchEngine(loaded, decode, torch.device("cpu")))
     one_by_one = [translator.translate([line])[0] for line in lines]
     assert translator.translate(lines) == one_by_one
     streamed = "".join(translate_stream(translator, [line + "\n" for line in lines]))
@@ -60,7 +61,8 @@ def constrained_requests(lines: list[str]) -> list[Request]:
 @pytest.mark.parametrize("beam", [1, 3])
 def test_batched_constrained_translation_equals_line_by_line(loaded: LoadedModel, beam: int):
     requests = constrained_requests(shuffled_lines(30, seed=beam))
-    translator = Translator(loaded, DecodeConfig(beam=beam, batch_tokens=30, max_len_b=5), torch.device("cpu"))
+    decode = DecodeConfig(beam=beam, batch_tokens=30, max_len_b=5)
+    translator = Translator(TorchEngine(loaded, decode, torch.device("cpu")))
     one_by_one = [translator.translate_requests([request])[0] for request in requests]
     batched = translator.translate_requests(requests)
     assert [[text for text, _ in hyps] for hyps in batched] == [[text for text, _ in hyps] for hyps in one_by_one]
@@ -75,7 +77,7 @@ def test_batched_constrained_translation_equals_line_by_line(loaded: LoadedModel
 
 
 def test_overlong_lines_are_truncated_with_a_warning(loaded: LoadedModel, caplog):
-    translator = Translator(loaded, DecodeConfig(beam=1, max_len_b=3), torch.device("cpu"))
+    translator = Translator(TorchEngine(loaded, DecodeConfig(beam=1, max_len_b=3), torch.device("cpu")))
     assert len(translator.translate([" ".join(["uno"] * 100), "dos"])) == 2
     assert "line 1: 100 subwords, truncated to 39" in caplog.text
 
@@ -85,7 +87,8 @@ def test_bfloat16_warns_where_this_cpu_measures_it_no_faster(loaded: LoadedModel
     monkeypatch.setattr("nmtkit.precision.time_precisions",
                         lambda run, candidates, device: (run(None), run(torch.bfloat16),
                                                          {None: 1.0, torch.bfloat16: bf16_seconds})[-1])
-    translator = Translator(copy.deepcopy(loaded), DecodeConfig(dtype="bfloat16", max_len_b=3), torch.device("cpu"))
+    decode = DecodeConfig(dtype="bfloat16", max_len_b=3)
+    translator = Translator(TorchEngine(copy.deepcopy(loaded), decode, torch.device("cpu")))
     assert ("no faster than float32" in caplog.text) == (bf16_seconds > 0.95)
     assert next(translator.loaded.model.parameters()).dtype is torch.bfloat16
     lines = shuffled_lines(6, seed=5)
@@ -112,7 +115,7 @@ def test_translator_load_applies_the_options_to_the_checkpoints_decode_settings(
     save_atomic(make_payload(config, loaded.model, (loaded.src_subword, loaded.tgt_subword)), tmp_path / "model.pt")
     translator = Translator.load(tmp_path / "model.pt", device="cpu", threads=1, beam=4, alpha=0.5)
     assert (translator.decode.beam, translator.decode.nbest, translator.decode.alpha) == (4, 2, 0.5)
-    assert translator.device == torch.device("cpu")
+    assert translator.engine.device == torch.device("cpu")
     assert translator.loaded.model.state_dict().keys() == loaded.model.state_dict().keys()
     with pytest.raises(NmtkitError, match="--nbest 2"):
         Translator.load(tmp_path / "model.pt", device="cpu", beam=1)

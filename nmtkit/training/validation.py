@@ -22,6 +22,7 @@ from nmtkit.training.objectives import label_smoothed_nll
 from nmtkit.training.setup import RunSetup
 from nmtkit.training.state import Checkpoints, Progress
 from nmtkit.translate import Translator
+from nmtkit.translate.torch_engine import TorchEngine
 
 log = logging.getLogger(__package__)  # "nmtkit.training": train.log names training's messages as before its split
 
@@ -49,7 +50,8 @@ def dev_scores(loaded: LoadedModel, dev: ParallelData, data_dir: Path, device: t
     kept = dev.kept[: max_sentences or None]
     sources, references = ([lines[index] for index in kept] for lines in
                            (read_lines(data_dir / f"dev.{side}.txt") for side in ("src", "tgt")))
-    translator = Translator(loaded, DecodeConfig(beam=1, batch_tokens=loaded.config.decode.batch_tokens), device)
+    translator = Translator(TorchEngine(loaded, DecodeConfig(beam=1, batch_tokens=loaded.config.decode.batch_tokens),
+                                        device))
     groups = [(loaded.langs[1], list(range(len(kept))))] if dev.corpus is None else \
         [(tgt, [row for row, index in enumerate(kept) if dev.corpus[index] == pair])
          for pair, (_, tgt) in enumerate(pairs)]

@@ -1,6 +1,6 @@
-"""Translating with an exported CTranslate2 directory (`nmtkit export`): reading it, and searching as nmtkit does.
+"""The CTranslate2 engine: a directory written by `nmtkit export` (`exported.py`), searched as nmtkit searches.
 
-nmtkit keeps its own subword models, batching and output format (`nmtkit.translate.ExportedTranslator`); only the
+The translator keeps nmtkit's own subword models, batching and output format (`translator.py`); only the
 search of each batch runs in CTranslate2, with options chosen so that it finds what `nmtkit.search` finds:
 - beam search keeps the K best of 2K candidates per step in both; EOS candidates ranked within the top K finish.
   A sentence ends with K finished hypotheses, ranked by log P(Y|X) / lp(|Y|) with |Y| counting the EOS
@@ -10,7 +10,7 @@ search of each batch runs in CTranslate2, with options chosen so that it finds w
   a word penalty and --stop-finished have no CTranslate2 counterpart and are refused.
 - the length limit a * |X| + b (EOS included) is nmtkit's own (`length_limits`), per sentence: a batch is searched
   in one call up to its longest limit, and the sentences whose search came within a token of their own limit are
-  searched again in groups of one limit (`_search_at_once`, `groups`). nmtkit ends a hypothesis that reaches its
+  searched again in groups of one limit (`_search_at_once`, `search_groups`). nmtkit ends a hypothesis that reaches its
   limit with a forced EOS, which CTranslate2 cannot do: it cuts the hypothesis one token earlier instead, and the
   EOS and its log-probability are added afterwards (`score_batch`); a beam search that reached the limit is run
   again to see every hypothesis it finished, and keeps those nmtkit's beam has room for (`finished_at_limit`,
@@ -35,70 +35,22 @@ the length limit, which `score_batch` scores over the whole vocabulary).
 from __future__ import annotations
 
 import copy
-import json
 import os
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from itertools import groupby
 from pathlib import Path
 
-from nmtkit.config import DecodeConfig, from_dict
-from nmtkit.data.subword import EOS, Subword
+from nmtkit.config import DecodeConfig
+from nmtkit.data.subword import EOS
 from nmtkit.errors import NmtkitError
 from nmtkit.hypotheses import Hypothesis, LengthPenalty, length_limits
+from nmtkit.translate.engine import Capabilities, check_tags, override_decode
+from nmtkit.translate.exported import ExportedModel, load_exported
 
-MANIFEST, MANIFEST_FORMAT = "nmtkit.json", 1
-SOURCE_SUBWORD, TARGET_SUBWORD = "source.spm", "target.spm"
-VMAP = "vmap.txt"  # the vocabulary shortlist, in CTranslate2's format (`nmtkit.shortlist`)
 # CTranslate2 divides by |Y|^length_penalty and, with a length penalty of exactly 0, stops a sentence as soon as
 # its best candidate is EOS. |Y|^1e-30 is exactly 1.0 in float arithmetic, so this ranks as `none` and stops as
 # nmtkit does, with K finished hypotheses.
 NO_LENGTH_PENALTY = 1e-30
-
-
-@dataclass
-class ExportedModel:
-    """What an exported directory holds besides CTranslate2's own files (see `nmtkit.export`)."""
-
-    directory: Path
-    decode: DecodeConfig  # the checkpoint's decode settings
-    max_positions: int  # the longest sequence its position table holds
-    src_subword: Subword
-    tgt_subword: Subword
-    langs: tuple[str | None, str | None]
-    quantization: str
-    tags: dict[str, int] = field(default_factory=dict)  # a multilingual model's target languages and their tag ids
-    shortlist: bool = False  # searched over a vocabulary shortlist (`nmtkit.shortlist`)
-
-
-def is_exported(path: Path) -> bool:
-    return path.is_dir() and (path / MANIFEST).is_file()
-
-
-def load_exported(directory: Path) -> ExportedModel:
-    """Read an exported directory's nmtkit.json and subword model(s); a foreign directory is a one-line error."""
-    if not is_exported(directory):
-        raise NmtkitError(f"{directory} is not a model exported by nmtkit export (it has no {MANIFEST})")
-    try:
-        info = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
-        if info.get("format") != MANIFEST_FORMAT:
-            raise NmtkitError(f"{directory / MANIFEST} has format {info.get('format')}; this nmtkit reads format "
-                              f"{MANIFEST_FORMAT}: export the checkpoint again")
-        src_subword = Subword((directory / info["subword"]["src"]).read_bytes())
-        joint = info["subword"]["joint"]
-        tgt_subword = src_subword if joint else Subword((directory / info["subword"]["tgt"]).read_bytes())
-        config = info["config"]  # the checkpoint's whole config, read without the models (and torch)
-        max_positions = int(config["model"]["max_positions"])
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise NmtkitError(f"{directory} is a damaged export ({type(error).__name__}: {error}); export it again") \
-            from error
-    langs = info.get("langs") or {}
-    shortlist = bool(info.get("shortlist"))
-    if shortlist and not (directory / VMAP).is_file():
-        raise NmtkitError(f"{directory} is a damaged export (its shortlist {VMAP} is missing); export it again")
-    decode = from_dict(DecodeConfig, config.get("decode") or {}, "decode.")
-    return ExportedModel(directory, decode, max_positions, src_subword, tgt_subword,
-                         (langs.get("src"), langs.get("tgt")), info.get("quantization", "?"), langs.get("tags") or {},
-                         shortlist)
 
 
 def ct2_length_penalty(decode: DecodeConfig) -> float:
@@ -171,16 +123,53 @@ def ct2_device(name: str) -> tuple[str, int]:
     return kind, int(index or 0)
 
 
-class CTranslate2Search:
-    """Searches batches of subword ids with CTranslate2 and returns nmtkit Hypotheses (`nmtkit.search`)."""
+def searched_at_once(decode: DecodeConfig) -> bool:
+    """Whether a batch is first searched in one call up to its longest length limit
+    (`CTranslate2Engine._search_at_once`): not with a minimum length (CTranslate2 bounds it by the call's limit), a
+    coverage penalty (one sentence a call, see `CTranslate2Engine.one_each`) or sampling (its random numbers depend
+    on the batch anyway)."""
+    return not (decode.min_len or decode.coverage_penalty or decode.sample)
 
-    def __init__(self, exported: ExportedModel, decode: DecodeConfig, device: str = "auto", threads: int = 0,
-                 inter_threads: int = 1):
+
+def rescored(ended: bool, decode: DecodeConfig) -> bool:
+    """Whether a hypothesis' log-probability is computed again: one cut at the length limit (not `ended` with EOS)
+    lacks the EOS nmtkit forces there; with a minimum length CTranslate2 renormalizes each step's probabilities
+    without EOS, and when sampling it scores tokens by the temperature-scaled distribution, which nmtkit does not;
+    with a coverage penalty its score is not a log-probability."""
+    return not ended or decode.min_len > 0 or decode.sample or decode.coverage_penalty > 0
+
+
+def search_groups(limits: list[int], one_each: bool) -> list[tuple[list[int], int]]:
+    """The rows that CTranslate2 searches in one call, with their length limit (EOS included, nmtkit's
+    `length_limits`): the rows of one limit together, or each row alone (`CTranslate2Engine.one_each`)."""
+    if one_each:
+        return [([row], limit) for row, limit in enumerate(limits)]
+    order = sorted(range(len(limits)), key=lambda row: limits[row])
+    return [(list(rows), limit) for limit, rows in groupby(order, key=lambda row: limits[row])]
+
+
+def nmtkit_room(hyps: list[Hypothesis], beam_size: int) -> list[Hypothesis]:
+    """The hypotheses nmtkit's beam keeps of those CTranslate2 finished for a sentence: they finish step by step (a
+    hypothesis' length is its last step), the better log-probability first within a step, until the beam holds K
+    (CTranslate2 keeps every hypothesis that ends in the step that fills it)."""
+    return sorted(hyps, key=lambda hyp: (len(hyp.tokens), -hyp.log_prob))[:beam_size]
+
+
+def load_engine(directory: Path, device: str, threads: int, inter_threads: int, decode: dict) -> CTranslate2Engine:
+    """The engine of `Translator.load` for an exported directory: `decode` overrides the checkpoint's decode
+    settings, and a target language the model lacks is refused before CTranslate2 loads it."""
+    exported = load_exported(directory)
+    settings = override_decode(exported.decode, decode)
+    check_tags(settings, exported)
+    return CTranslate2Engine(exported, settings, device, threads, inter_threads)
+
+
+class CTranslate2Model:
+    """A loaded CTranslate2 translator, called with nmtkit's subword ids as its pieces."""
+
+    def __init__(self, exported: ExportedModel, device: str, threads: int, inter_threads: int):
         import ctranslate2
 
-        self.shortlist = exported.shortlist
-        self.configure(decode)
-        self.max_source = exported.max_positions - 1  # EOS takes a position
         src, tgt = exported.src_subword.processor, exported.tgt_subword.processor
         self.src_pieces = [src.id_to_piece(index) for index in range(src.get_piece_size())]
         self.tgt_ids = {tgt.id_to_piece(index): index for index in range(tgt.get_piece_size())}
@@ -196,31 +185,90 @@ class CTranslate2Search:
         except (RuntimeError, ValueError) as error:
             raise NmtkitError(f"CTranslate2 cannot load {exported.directory}: {error}") from error
 
+    def pieces(self, sources: list[list[int]]) -> list[list[str]]:
+        return [[self.src_pieces[index] for index in ids] for ids in sources]
+
+    def translate(self, tokens: list[list[str]], limit: int, min_len: int,
+                  options: dict) -> list[tuple[list[list[str]], list]]:
+        """(hypotheses, scores) of each source; nmtkit ends a sentence of limit 1 with EOS at once."""
+        if limit <= 1:
+            return [([[]], [0.0]) for _ in tokens]
+        try:
+            results = self.translator.translate_batch(tokens, max_decoding_length=limit - 1,
+                                                      min_decoding_length=min_len, **options)
+        except RuntimeError as error:  # a CUDA library missing or out of memory: one line, not a traceback
+            raise NmtkitError(f"CTranslate2 failed to translate on {self.device}: {error}") from error
+        return [(result.hypotheses, result.scores) for result in results]
+
+    def score(self, sources: list[list[str]], targets: list[list[str]]) -> list[float]:
+        """log P(targets + EOS | sources), teacher-forced by CTranslate2 (which appends the EOS to a target that
+        has none)."""
+        if not sources:
+            return []
+        targets = [pieces[:-1] if pieces[-1:] == [self.eos_piece] else pieces for pieces in targets]
+        try:
+            results = self.translator.score_batch(sources, targets, max_input_length=0)
+        except RuntimeError as error:
+            raise NmtkitError(f"CTranslate2 failed to score on {self.device}: {error}") from error
+        return [sum(result.log_probs) for result in results]
+
+
+class CTranslate2Engine:
+    """Searches batches of subword ids with CTranslate2 and returns nmtkit Hypotheses (`nmtkit.search`)."""
+
+    name = "CTranslate2"
+    # tokens per batch of a one-thread worker on int8 weights: 1,000 (as 2,000 at --inter-threads 2) against the
+    # default 3,000 took 15.2 s against 15.9 s for the Acts verses (int8 export, beam 5, medians of 5 alternating
+    # whole commands on an Intel Xeon family 6 model 85); float32 weights are as fast or faster in large batches
+    single_thread_int8_batch = 1000
+
+    def __init__(self, exported: ExportedModel, decode: DecodeConfig, device: str = "auto", threads: int = 0,
+                 inter_threads: int = 1):
+        self.loaded = exported
+        self.configure(decode)
+        self.max_source = exported.max_positions - 1  # EOS takes a position
+        self.model = CTranslate2Model(exported, device, threads, inter_threads)
+
     def configure(self, decode: DecodeConfig) -> None:
         import ctranslate2
 
         self.options, self.decode = search_options(decode), decode
-        if self.shortlist:
+        if self.loaded.shortlist:
             self.options["use_vmap"] = True
         self.length_penalty = LengthPenalty(decode.length_penalty, decode.alpha, decode.beta)
         if decode.sample:
             ctranslate2.set_random_seed(decode.seed)
 
-    def with_decode(self, decode: DecodeConfig) -> CTranslate2Search:
+    def with_decode(self, decode: DecodeConfig) -> CTranslate2Engine:
         """This search with other settings, on the same loaded model."""
         variant = copy.copy(self)
         variant.configure(decode)
         return variant
 
     @property
+    def capabilities(self) -> Capabilities:
+        """No constraints or alignments. Workers: `--inter-threads` (CTranslate2 releases the GIL while it
+        searches), or one when sampling, for its random numbers; a worker of one CPU thread searches int8 weights
+        fastest in small batches, of at most `single_thread_int8_batch` tokens (the speed of each batch size is in
+        docs/export-serve.md)."""
+        single_thread_int8 = (self.model.device == "cpu" and self.model.intra_threads == 1
+                              and self.loaded.quantization.startswith("int8"))
+        return Capabilities(workers=1 if self.decode.sample else self.model.inter_threads,
+                            batch_tokens=self.single_thread_int8_batch if single_thread_int8 else 0)
+
+    @property
     def beam_search(self) -> bool:
         return self.options["beam_size"] > 1
 
-    def __call__(self, sources: list[list[int]]) -> list[list[Hypothesis]]:
-        """Up to `decode.nbest` hypotheses for each source (ids without EOS), best first."""
+    def search(self, sources: list[list[int]], constraints: None,
+               check: Callable[[], None] | None) -> list[list[Hypothesis]]:
+        """See `Engine.search` (no constraints); `check` is called once, before the batch: a CTranslate2 call cannot
+        be interrupted."""
+        if check is not None:
+            check()
         found: list[list[Hypothesis]] = [[] for _ in sources]
-        rows = self._search_at_once(sources, found) if self.at_once else list(range(len(sources)))
-        for group, limit in self.groups([sources[row] for row in rows]):
+        rows = self._search_at_once(sources, found) if searched_at_once(self.decode) else list(range(len(sources)))
+        for group, limit in search_groups(self.limits([sources[row] for row in rows]), self.one_each):
             group_rows = [rows[index] for index in group]
             for row, hyps in zip(group_rows, self._search_group([sources[row] for row in group_rows], limit)):
                 found[row] = self._best(hyps)
@@ -234,13 +282,6 @@ class CTranslate2Search:
         return length_limits([len(ids) + 1 for ids in sources], self.decode.max_len_a, self.decode.max_len_b,
                              self.max_source)
 
-    @property
-    def at_once(self) -> bool:
-        """Whether a batch is first searched in one call up to its longest length limit (`_search_at_once`):
-        not with a minimum length (CTranslate2 bounds it by the call's limit), a coverage penalty (one sentence a
-        call, see `groups`) or sampling (its random numbers depend on the batch anyway)."""
-        return not (self.decode.min_len or self.decode.coverage_penalty or self.decode.sample)
-
     def _search_at_once(self, sources: list[list[int]], found: list[list[Hypothesis]]) -> list[int]:
         """Search every source in one call, up to the longest of their length limits, and keep in `found` each
         sentence whose hypotheses all ended with EOS at least two tokens before its own limit: its search stopped
@@ -251,60 +292,45 @@ class CTranslate2Search:
         limits = self.limits(sources) if sources else [0]
         if max(limits) <= 1:
             return list(range(len(sources)))
-        tokens = [[self.src_pieces[index] for index in ids] for ids in sources]
+        tokens = self.model.pieces(sources)
         redo = []
         for row, (hypotheses, scores) in enumerate(self._translate(tokens, max(limits))):
-            if all(pieces[-1:] == [self.eos_piece] and len(pieces) <= limits[row] - 2 for pieces in hypotheses):
+            if all(pieces[-1:] == [self.model.eos_piece] and len(pieces) <= limits[row] - 2 for pieces in hypotheses):
                 hyps = [self._hypothesis(pieces, score, None) for pieces, score in zip(hypotheses, scores)]
-                found[row] = self._best(self.nmtkit_room(hyps) if self.beam_search else hyps)
+                found[row] = self._best(nmtkit_room(hyps, self.options["beam_size"]) if self.beam_search else hyps)
             else:
                 redo.append(row)
         return redo
 
-    def groups(self, sources: list[list[int]]) -> list[tuple[list[int], int]]:
-        """The rows of `sources` that CTranslate2 searches in one call, with their length limit (EOS included,
-        nmtkit's `length_limits`). With a coverage penalty each sentence is searched alone: CTranslate2 4.8 gives
-        the sentences after the first of a batch another sentence's attention history, and counts the attention
-        its padding positions get (about 1e-20: log coverage -46) in the penalty."""
-        if not sources:
-            return []
-        limits = self.limits(sources)
-        if self.beam_search and self.decode.coverage_penalty > 0:
-            return [([row], limits[row]) for row in range(len(sources))]
-        order = sorted(range(len(sources)), key=lambda row: limits[row])
-        return [(list(rows), limit) for limit, rows in groupby(order, key=lambda row: limits[row])]
+    @property
+    def one_each(self) -> bool:
+        """Whether each sentence is searched alone: with a coverage penalty, CTranslate2 4.8 gives the sentences
+        after the first of a batch another sentence's attention history, and counts the attention its padding
+        positions get (about 1e-20: log coverage -46) in the penalty."""
+        return self.beam_search and self.decode.coverage_penalty > 0
 
     def _search_group(self, sources: list[list[int]], limit: int) -> list[list[Hypothesis]]:
         """Sentences of one length limit. CTranslate2 stops one token short of it, where nmtkit forces the EOS: the
-        hypotheses cut there get that EOS afterwards (`_rescore`), as do all where CTranslate2's scores are not
-        nmtkit's (see `rescored`). A beam search that reached the limit is run again to see all it finished
+        hypotheses cut there get that EOS afterwards (`CTranslate2Model.score`), as do all where CTranslate2's scores
+        are not nmtkit's (see `rescored`). A beam search that reached the limit is run again to see all it finished
         (`finished_at_limit`), and `nmtkit_room` keeps what nmtkit's beam has room for."""
-        tokens = [[self.src_pieces[index] for index in ids] for ids in sources]
+        tokens = self.model.pieces(sources)
         results = self._translate(tokens, limit)
         if self.beam_search and limit > 1:
             reached = [row for row, (hypotheses, _) in enumerate(results)
-                       if any(pieces[-1:] != [self.eos_piece] for pieces in hypotheses)]
+                       if any(pieces[-1:] != [self.model.eos_piece] for pieces in hypotheses)]
             for row, result in zip(reached, self.finished_at_limit([tokens[row] for row in reached], limit)):
                 results[row] = result
         todo = [(row, rank) for row, (hypotheses, _) in enumerate(results) for rank, pieces in enumerate(hypotheses)
-                if self.rescored(pieces)]
-        log_probs = self._rescore([tokens[row] for row, _ in todo], [results[row][0][rank] for row, rank in todo])
-        rescored = dict(zip(todo, log_probs))
-        found = [[self._hypothesis(pieces, score, rescored.get((row, rank)))
+                if rescored(pieces[-1:] == [self.model.eos_piece], self.decode)]
+        log_probs = self.model.score([tokens[row] for row, _ in todo], [results[row][0][rank] for row, rank in todo])
+        recomputed = dict(zip(todo, log_probs))
+        found = [[self._hypothesis(pieces, score, recomputed.get((row, rank)))
                   for rank, (pieces, score) in enumerate(zip(*result))] for row, result in enumerate(results)]
-        return [self.nmtkit_room(hyps) for hyps in found] if self.beam_search else found
+        return [nmtkit_room(hyps, self.options["beam_size"]) for hyps in found] if self.beam_search else found
 
     def _translate(self, tokens: list[list[str]], limit: int, **options) -> list[tuple[list[list[str]], list]]:
-        """(hypotheses, scores) of each source; nmtkit ends a sentence of limit 1 with EOS at once."""
-        if limit <= 1:
-            return [([[]], [0.0]) for _ in tokens]
-        try:
-            results = self.translator.translate_batch(
-                tokens, max_decoding_length=limit - 1, min_decoding_length=min(self.decode.min_len, limit - 1),
-                **{**self.options, **options})
-        except RuntimeError as error:  # a CUDA library missing or out of memory: one line, not a traceback
-            raise NmtkitError(f"CTranslate2 failed to translate on {self.device}: {error}") from error
-        return [(result.hypotheses, result.scores) for result in results]
+        return self.model.translate(tokens, limit, min(self.decode.min_len, limit - 1), {**self.options, **options})
 
     def finished_at_limit(self, tokens: list[list[str]], limit: int) -> list[tuple[list[list[str]], list]]:
         """Every hypothesis the beam search of these sentences finished. Each reached the length limit, so it had
@@ -316,41 +342,15 @@ class CTranslate2Search:
             return []
         return self._translate(tokens, limit, patience=2.0, num_hypotheses=2 * self.options["beam_size"])
 
-    def nmtkit_room(self, hyps: list[Hypothesis]) -> list[Hypothesis]:
-        """The hypotheses nmtkit's beam keeps of those CTranslate2 finished for a sentence: they finish step by
-        step (a hypothesis' length is its last step), the better log-probability first within a step, until the
-        beam holds K (CTranslate2 keeps every hypothesis that ends in the step that fills it)."""
-        return sorted(hyps, key=lambda hyp: (len(hyp.tokens), -hyp.log_prob))[: self.options["beam_size"]]
-
-    def rescored(self, pieces: list[str]) -> bool:
-        """Whether a hypothesis' log-probability is computed again: one cut at the length limit lacks the EOS
-        nmtkit forces there; with a minimum length CTranslate2 renormalizes each step's probabilities without EOS,
-        and when sampling it scores tokens by the temperature-scaled distribution, which nmtkit does not; with a
-        coverage penalty its score is not a log-probability."""
-        return (pieces[-1:] != [self.eos_piece] or self.decode.min_len > 0 or self.decode.sample
-                or self.decode.coverage_penalty > 0)
-
-    def _rescore(self, sources: list[list[str]], targets: list[list[str]]) -> list[float]:
-        """log P(targets + EOS | sources), teacher-forced by CTranslate2 (which appends the EOS to a target that
-        has none)."""
-        if not sources:
-            return []
-        targets = [pieces[:-1] if pieces[-1:] == [self.eos_piece] else pieces for pieces in targets]
-        try:
-            results = self.translator.score_batch(sources, targets, max_input_length=0)
-        except RuntimeError as error:
-            raise NmtkitError(f"CTranslate2 failed to score on {self.device}: {error}") from error
-        return [sum(result.log_probs) for result in results]
-
     def _hypothesis(self, pieces: list[str], score: float, log_prob: float | None) -> Hypothesis:
         """nmtkit's Hypothesis for CTranslate2's `pieces` and `score`; `log_prob` when it was computed again, and
         then a beam-search score of nmtkit's ranking (with a coverage penalty, CTranslate2's score is kept: the
         coverage of a cut hypothesis lacks the EOS step)."""
-        pieces = pieces[:-1] if pieces[-1:] == [self.eos_piece] else pieces
+        pieces = pieces[:-1] if pieces[-1:] == [self.model.eos_piece] else pieces
         if log_prob is None:  # ended with EOS: CTranslate2's score means what nmtkit's does
             log_prob = score * self.length_penalty.divisor(len(pieces) + 1) if self.beam_search else score
         elif not self.beam_search:
             score = log_prob
         elif not self.decode.coverage_penalty:
             score = self.length_penalty(log_prob, len(pieces) + 1)
-        return Hypothesis([self.tgt_ids[piece] for piece in pieces], score, log_prob)
+        return Hypothesis([self.model.tgt_ids[piece] for piece in pieces], score, log_prob)

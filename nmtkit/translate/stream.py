@@ -1,0 +1,45 @@
+"""Streaming batched translation: read lines, translate them in length-sorted batches, write in input order.
+
+Exactly one output line per input line: an empty line gives an empty line, and every chunk of
+`buffer_size` lines is written and flushed as soon as it is translated. Lines may carry constraints (a `Request`
+read from tsv or jsonl input, see `nmtkit.inputs`): they are searched with them, batched with the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from itertools import islice
+
+from nmtkit.inputs import parse_requests
+from nmtkit.translate.translator import Translator
+
+
+def format_hypotheses(hyps: list[tuple[str, float]], line_index: int, nbest: int, scores: bool,
+                      alignment: str | None = None) -> str:
+    """One output line, or `i ||| hypothesis ||| score` lines (Moses n-best format, 0-based i) when nbest > 1.
+
+    `alignment` (Pharaoh links of the best hypothesis) is appended as ` ||| i-j ...` to a one-best line."""
+    if nbest > 1:
+        return "".join(f"{line_index} ||| {text} ||| {score:.4f}\n" for text, score in hyps)
+    text, score = hyps[0]
+    fields = [text] + ([f"{score:.4f}"] if scores else []) + ([alignment] if alignment is not None else [])
+    return " ||| ".join(fields) + "\n"
+
+
+def translate_stream(translator: Translator, lines: Iterable[str], scores: bool = False,
+                     alignment: bool = False, input_format: str = "text", source: str = "<stdin>") -> Iterator[str]:
+    """Translate an iterable of lines chunk by chunk; yields each chunk's formatted output in input order.
+
+    Lines are read as `input_format` (`nmtkit.inputs`; `source` names the input in errors). With `alignment`, each
+    best translation is followed by ` ||| i-j ...` word links (source word first), taken from the model's attention
+    when it is teacher-forced on its own translation."""
+    iterator = iter(lines)
+    first_line = 1
+    while chunk := [line.rstrip("\r\n") for line in islice(iterator, translator.decode.buffer_size)]:
+        requests = parse_requests(chunk, input_format, source, first_line)
+        results = translator.translate_requests(requests, first_line)
+        texts = [request.text for request in requests]
+        links = translator.alignments(texts, [hyps[0][0] for hyps in results]) if alignment else [None] * len(chunk)
+        yield "".join(format_hypotheses(hyps, first_line - 1 + index, translator.decode.nbest, scores, links[index])
+                      for index, hyps in enumerate(results))
+        first_line += len(chunk)
