@@ -28,7 +28,8 @@ def check_tags(decode: DecodeConfig, loaded: LoadedFiles) -> None:
     lang = decode.tgt_lang
     if lang and loaded.tags and lang not in loaded.tags:
         raise NmtkitError(f"unknown --tgt-lang {lang!r}; this model translates into {', '.join(sorted(loaded.tags))}")
-    tag_ids(decode.tag, loaded.src_subword, loaded.tags)
+    if decode.tag:
+        tag_ids(decode.tag, loaded.src_subword, loaded.tags)
 
 
 @dataclass(frozen=True)
