@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from nmtkit.config import load_yaml  # noqa: E402
+from nmtkit.config_files import load_yaml  # noqa: E402
 from nmtkit.precision import time_call  # noqa: E402
 from nmtkit.registry import build_model  # noqa: E402
 from nmtkit.run_config import build_config  # noqa: E402

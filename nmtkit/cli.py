@@ -129,7 +129,7 @@ def prepare(
     overrides: Overrides = None,
 ) -> None:
     """Validate and clean parallel text, train SentencePiece, and write a binarized data directory."""
-    from nmtkit.config import data_config
+    from nmtkit.config_files import data_config
     from nmtkit.data.command import prepare_command
     from nmtkit.data.prepare import SplitFiles
 
@@ -266,7 +266,7 @@ def translate(
 def _sections(values: dict[str, dict], overrides: list[str] | None) -> dict[str, dict]:
     """The command line's values of each config section, with `--set section.key=value` applied; a section that
     this command has not is an error, not a setting silently ignored."""
-    from nmtkit.config import apply_overrides
+    from nmtkit.config_files import apply_overrides
 
     known = list(values)
     sections = apply_overrides(values, overrides or [])

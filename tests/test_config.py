@@ -11,15 +11,12 @@ from nmtkit.config import (
     DataConfig,
     DecodeConfig,
     TrainConfig,
-    apply_overrides,
     check_numbers,
-    data_config,
     from_dict,
     help_for,
-    load_yaml,
-    merge_flags,
     option,
 )
+from nmtkit.config_files import apply_overrides, data_config, load_yaml, merge_flags
 from nmtkit.errors import NmtkitError
 from nmtkit.run_config import build_config
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from nmtkit.config import DecodeConfig, TrainConfig, load_yaml, save_yaml
+from nmtkit.config import DecodeConfig, TrainConfig
+from nmtkit.config_files import load_yaml, save_yaml
 from nmtkit.errors import NmtkitError
 from nmtkit.models.transformer import TransformerConfig
 from nmtkit.run_config import build_config

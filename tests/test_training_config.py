@@ -8,7 +8,8 @@ import dataclasses
 
 import pytest
 
-from nmtkit.config import TrainConfig, save_yaml
+from nmtkit.config import TrainConfig
+from nmtkit.config_files import save_yaml
 from nmtkit.errors import NmtkitError
 from nmtkit.run_config import build_config
 from nmtkit.training.config import completed, open_settings, train_config

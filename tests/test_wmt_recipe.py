@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from scripts import ROOT, load_script, recipe_path
 
-from nmtkit.config import load_yaml
+from nmtkit.config_files import load_yaml
 from nmtkit.run_config import build_config
 
 data = load_script("recipes/wmt/data.py", "wmt_data")

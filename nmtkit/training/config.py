@@ -8,7 +8,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from nmtkit.config import Config, TrainConfig, apply_overrides, load_yaml, merge_flags
+from nmtkit.config import Config, TrainConfig
+from nmtkit.config_files import apply_overrides, load_yaml, merge_flags
 from nmtkit.errors import NmtkitError
 from nmtkit.run_config import build_config
 from nmtkit.runtime import pick_device

@@ -14,7 +14,8 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from nmtkit.config import Config, TrainConfig, save_yaml
+from nmtkit.config import Config, TrainConfig
+from nmtkit.config_files import save_yaml
 from nmtkit.data.dataset import Batch
 from nmtkit.distributed import World, init_world, leave_world
 from nmtkit.errors import NmtkitError
