@@ -181,6 +181,27 @@ class PrefixTracker:
         return torch.where(tokens == EOS, position, following)
 
 
+def transition_table(phrases: list[list[list[int]]], longest: int) -> Tensor:
+    """(B, P, L+1, L) each sentence's phrases' `phrase_transitions`, padded with 0; phrases (B, P) lists of tokens."""
+    table = torch.zeros(len(phrases), len(phrases[0]), longest + 1, longest, dtype=torch.long)
+    for sentence, line in enumerate(phrases):
+        for slot, phrase in enumerate(line):
+            if phrase:
+                table[sentence, slot, : len(phrase) + 1, : len(phrase)] = torch.tensor(phrase_transitions(phrase))
+    return table
+
+
+def occurrence_table(lines: Sequence[Constraints], device: torch.device) -> tuple[Tensor, Tensor, Tensor]:
+    """Where each token is in each sentence's positive phrases (its first position in each), sorted by
+    (sentence, token), for `ConstraintTracker.banks` to look up: keys (sentence * stride + token), slots, positions."""
+    entries = sorted((sentence * _KEY_STRIDE + token, slot, phrase.index(token))
+                     for sentence, line in enumerate(lines) for slot, phrase in enumerate(line.positive)
+                     for token in set(phrase))
+    table = torch.tensor(entries, dtype=torch.long, device=device).view(-1, 3)  # (E, 3)
+    keys, slots, positions = table.T.contiguous()
+    return keys, slots, positions
+
+
 class ConstraintTracker:
     """The constraints of a batch of sentences as tensors, indexed by sentence (`_Beams.sentences` in search)."""
 
@@ -203,26 +224,11 @@ class ConstraintTracker:
         self.negative = torch.tensor([[len(line.positive) <= slot < len(line.positive) + len(line.negative)
                                        for slot in range(slots)] for line in lines], device=device)  # (B, P)
         self.totals = (self.lengths * ~self.negative).sum(dim=1)  # (B,) positive tokens to meet
-        transitions = torch.zeros(len(lines), slots, longest + 1, longest, dtype=torch.long)
-        for sentence, line in enumerate(phrases):
-            for slot, phrase in enumerate(line):
-                if phrase:
-                    transitions[sentence, slot, : len(phrase) + 1, : len(phrase)] = torch.tensor(
-                        phrase_transitions(phrase))
-        self.transitions = transitions.to(device)  # (B, P, L+1, L)
+        self.transitions = transition_table(phrases, longest).to(device)  # (B, P, L+1, L)
         last = self.phrases.gather(2, (self.lengths - 1).clamp(min=0).unsqueeze(2)).squeeze(2).clamp(min=0)
         open_last = torch.zeros_like(last, dtype=torch.bool) if self.open is None else self.open[last]
         self.open_ends = (self.lengths > 0) & ~self.negative & open_last  # (B, P) a positive phrase ends in a word
-        self._init_occurrences(lines, device)
-
-    def _init_occurrences(self, lines: list[Constraints], device: torch.device) -> None:
-        """Where each token is in each sentence's positive phrases (its first position in each), sorted by
-        (sentence, token), for `banks` to look up."""
-        entries = sorted((sentence * _KEY_STRIDE + token, slot, phrase.index(token))
-                         for sentence, line in enumerate(lines) for slot, phrase in enumerate(line.positive)
-                         for token in set(phrase))
-        table = torch.tensor(entries, dtype=torch.long, device=device).view(-1, 3)  # (E, 3)
-        self.occurrence_keys, self.occurrence_slots, self.occurrence_positions = table.T.contiguous()
+        self.occurrence_keys, self.occurrence_slots, self.occurrence_positions = occurrence_table(lines, device)
 
     def initial_state(self, rows: int) -> ConstraintState:
         return ConstraintState(torch.zeros(rows, self.lengths.size(1), dtype=torch.long, device=self.lengths.device),

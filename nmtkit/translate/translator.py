@@ -46,6 +46,22 @@ def source_tag(lang: str, loaded: LoadedFiles, where: str) -> list[int]:
     return [loaded.tags[lang]]
 
 
+def engine_for(paths: list[Path], device: str, threads: int | None, average: int, inter_threads: int,
+               decode: dict) -> Engine:
+    """The engine for `Translator.load`: CTranslate2 for a directory written by `nmtkit export`, PyTorch for
+    checkpoints; each engine's module is imported only when it is needed (an export never imports torch)."""
+    if any(item.is_dir() for item in paths):
+        if len(paths) > 1 or average:
+            raise NmtkitError("an exported directory translates alone: no ensemble, no --average")
+        from nmtkit.translate.ctranslate2_engine import load_engine
+        return load_engine(paths[0], device, threads or 0, inter_threads, decode)
+    if inter_threads != 1:
+        raise NmtkitError("--inter-threads applies to a directory written by nmtkit export (CTranslate2); a "
+                          "checkpoint uses --threads")
+    from nmtkit.translate.torch_engine import load_engine
+    return load_engine(paths, device, threads, average, decode)
+
+
 class Translator:
     """An engine plus the pipeline around its search; translates lists of lines."""
 
@@ -64,16 +80,7 @@ class Translator:
         `average` N averages the last N checkpoint_<step>.pt of the checkpoint's run; `inter_threads` N (exported
         directories only) searches N batches at once, each with threads/N threads."""
         paths = [Path(item) for item in (path if isinstance(path, (list, tuple)) else [path])]
-        if any(item.is_dir() for item in paths):
-            if len(paths) > 1 or average:
-                raise NmtkitError("an exported directory translates alone: no ensemble, no --average")
-            from nmtkit.translate.ctranslate2_engine import load_engine
-            return cls(load_engine(paths[0], device, threads or 0, inter_threads, decode))
-        if inter_threads != 1:
-            raise NmtkitError("--inter-threads applies to a directory written by nmtkit export (CTranslate2); a "
-                              "checkpoint uses --threads")
-        from nmtkit.translate.torch_engine import load_engine
-        return cls(load_engine(paths, device, threads, average, decode))
+        return cls(engine_for(paths, device, threads, average, inter_threads, decode))
 
     @property
     def decode(self) -> DecodeConfig:
