@@ -30,7 +30,7 @@ import sacrebleu
 import torch
 
 from nmtkit.inputs import Request
-from nmtkit.runtime import set_threads
+from nmtkit.runtime.device import set_threads
 
 SENTENCE_STARTS_AFTER = {".", "?", "!", ":", "¿", "¡", "«", "“", '"'}  # quoted speech starts capitalized
 log = logging.getLogger("constraints_eval")

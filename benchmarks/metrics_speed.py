@@ -53,7 +53,7 @@ from nmtkit.metrics.chrf import DeviceCHRF
 from nmtkit.metrics.edit import levenshtein
 from nmtkit.metrics.ngrams import char_tokens, chunked, default_chunk, on_one_thread
 from nmtkit.metrics.wer import DeviceWER
-from nmtkit.runtime import pick_device
+from nmtkit.runtime.device import pick_device
 
 REFERENCE_CHUNK = 100000  # lines the reference tools score at once
 NUMBERS = ["1999", "2024", "3.5", "10,000", "42", "7.2%", "$300", "1/2"]

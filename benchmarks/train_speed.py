@@ -15,7 +15,7 @@ Precision: `--device cpu` (with `--threads` threads): float32 for OpenNMT-py; nm
 `--device cuda`: nmtkit bf16 autocast; OpenNMT-py 3.5.1 has no bf16 (its `-model_dtype` takes fp32 or fp16, and
 fp16 with the adam optimizer is torch.cuda.amp autocast to float16 with a GradScaler): fp16 AMP, labelled so.
 OpenNMT-py uses its default 2 data-loading workers on CUDA, 0 on the CPU (`--onmt-workers`). On CUDA both run
-with PyTorch's cuDNN attention off (nmtkit's own choice, nmtkit/runtime.py: it builds a plan for every new batch
+with PyTorch's cuDNN attention off (nmtkit's own choice, nmtkit/runtime/device.py: it builds a plan for every new batch
 shape; OpenNMT-py's torch<2.3 never picked it), the launcher doing it for OpenNMT-py.
 
 Target tokens are counted the same way on both sides: the non-padding tokens the loss is computed on, i.e. each

@@ -71,7 +71,7 @@ from onmt_convert import convert, nmtkit_to_onmt_tokens, source_line
 
 from nmtkit.checkpoint import load_checkpoint
 from nmtkit.data.subword import Subword
-from nmtkit.export import export_model
+from nmtkit.export.ctranslate2 import export_model
 from nmtkit.run_config import build_config
 
 log = logging.getLogger("translate_speed")

@@ -22,7 +22,7 @@ from nmtkit.cli_options import ConfigValues, config_options
 from nmtkit.config import DataConfig, DecodeConfig, TrainConfig, help_for
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate_config import EvaluateConfig
-from nmtkit.serve_config import ServeConfig
+from nmtkit.serve.config import ServeConfig
 from nmtkit.version import __version__
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -195,7 +195,7 @@ def _launch_on_gpus(gpus: int) -> int:
     """Run this same `nmtkit ... train` command (without --gpus) as `gpus` processes under torchrun."""
     import torch
 
-    from nmtkit.distributed import launch
+    from nmtkit.runtime.distributed import launch
 
     if torch.cuda.device_count() < gpus:
         raise NmtkitError(f"--gpus {gpus} needs {gpus} CUDA devices, this machine has {torch.cuda.device_count()}; "
@@ -294,7 +294,7 @@ def export(
 ) -> None:
     """Export a Transformer checkpoint to a directory that `translate -m DIR` and `serve -m DIR` run with
     CTranslate2 (subword models included); prints a JSON summary."""
-    from nmtkit.export import export_model
+    from nmtkit.export.ctranslate2 import export_model
 
     print(json.dumps(export_model(model, out, to, quantization, shortlist, shortlist_size, shortlist_frequent)))
 
@@ -318,7 +318,7 @@ def serve(
     Concurrent requests are translated together; SIGTERM or Ctrl-C answers the requests received and exits 0.
     Decoding settings not given here are the model's own (its config's decode section)."""
     from nmtkit.config import from_dict
-    from nmtkit.serve import serve_model
+    from nmtkit.serve.app import serve_model
 
     sections = _sections({"serve": settings, "decode": decode}, overrides)
     serve_model(model, from_dict(ServeConfig, sections["serve"], "serve."), device, threads, inter_threads,

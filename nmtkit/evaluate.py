@@ -23,7 +23,7 @@ from nmtkit.metrics import Metric, bleu, chrf
 from nmtkit.metrics.bootstrap import paired_bootstrap
 from nmtkit.metrics.edit import EditCosts
 from nmtkit.registry import get_metric, metric_names
-from nmtkit.runtime import pick_device
+from nmtkit.runtime.device import pick_device
 
 NOT_LANGUAGES = frozenset({"txt", "tsv", "csv", "hyp", "ref", "src", "tgt", "out", "tok", "bpe", "sgm", "xml", "log",
                            "gz", "xz", "bz2", "zst"})  # file suffixes that look like language codes

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from nmtkit.cli import app
 from nmtkit.config import DataConfig, DecodeConfig, TrainConfig, help_for
 from nmtkit.evaluate_config import EvaluateConfig
-from nmtkit.serve_config import ServeConfig
+from nmtkit.serve.config import ServeConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 REVERSE_CONFIG = ROOT / "recipes" / "reverse" / "config.yaml"

@@ -1,4 +1,4 @@
-"""Data-parallel training (nmtkit/distributed.py): two gloo processes under torchrun against one process."""
+"""Data-parallel training (nmtkit/runtime/distributed.py): two gloo processes under torchrun against one process."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import yaml
 from training_runs import copy_task, train_losses, wait_for_step
 
 from nmtkit.data.dataset import ParallelData
-from nmtkit.distributed import World, child_processes
+from nmtkit.runtime.distributed import World, child_processes
 
 CONFIG = {"model": {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32, "dropout": 0.0},
           "train": {"batch_tokens": 100, "warmup": 10, "lr": 3e-3, "log_every": 1, "valid_every": 4,
@@ -78,7 +78,7 @@ def test_interrupting_the_launcher_stops_every_process_after_saving(copy_task_ru
     data, config = copy_task_run
     out = tmp_path / "run"
     argv = ["-q", "train", "--data", str(data), "--config", str(config), "--out", str(out), "--max-steps", "100000"]
-    script = f"import sys; from nmtkit.distributed import launch; sys.exit(launch(2, {argv!r}))"
+    script = f"import sys; from nmtkit.runtime.distributed import launch; sys.exit(launch(2, {argv!r}))"
     launcher = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env=ENV)
     wait_for_step(out, 5, launcher)

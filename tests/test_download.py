@@ -1,4 +1,4 @@
-"""Resumable, checked downloads (nmtkit/data/download.py) against a local HTTP server and local mirrors."""
+"""Resumable, checked downloads (recipes/wmt/download.py) against a local HTTP server and local mirrors."""
 
 from __future__ import annotations
 
@@ -12,18 +12,19 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from scripts import load_script
 
-from nmtkit.data.download import (
-    RemoteFile,
-    download,
-    download_all,
-    extract_all,
-    extract_members,
-    mirror_checksums,
-    parse_checksums,
-    source_of,
-)
 from nmtkit.errors import NmtkitError
+
+_download = load_script("recipes/wmt/download.py", "download")
+RemoteFile = _download.RemoteFile
+download = _download.download
+download_all = _download.download_all
+extract_all = _download.extract_all
+extract_members = _download.extract_members
+mirror_checksums = _download.mirror_checksums
+parse_checksums = _download.parse_checksums
+source_of = _download.source_of
 
 PAYLOAD = bytes(range(256)) * 400  # 102,400 bytes
 URL = "http://example.org/wmt13/corpus.tgz"

@@ -27,7 +27,7 @@ from nmtkit.config import DecodeConfig
 from nmtkit.data.dataset import encode_sources
 from nmtkit.data.subword import EOS
 from nmtkit.errors import NmtkitError
-from nmtkit.export import export_model, model_spec
+from nmtkit.export.ctranslate2 import export_model, model_spec
 from nmtkit.modules.embeddings import sinusoidal_table
 from nmtkit.registry import build_model
 from nmtkit.run_config import build_config

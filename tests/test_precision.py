@@ -1,4 +1,5 @@
-"""nmtkit/precision.py and train.amp=auto: the precision is chosen by timing the model, never by CPU flags alone."""
+"""nmtkit/runtime/precision.py and train.amp=auto: the precision is chosen by timing the model, never by CPU
+flags alone."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import torch
 from training_runs import copy_task, tiny_config
 
 import nmtkit.training.amp as training_amp
-from nmtkit.precision import MARGIN, auto_candidates, fastest, time_precisions
+from nmtkit.runtime.precision import MARGIN, auto_candidates, fastest, time_precisions
 from nmtkit.training.loop import Trainer, train
 
 BF16, FP32 = torch.bfloat16, None
@@ -37,16 +38,16 @@ def test_time_precisions_warms_up_then_takes_turns_and_keeps_the_fastest_round(m
         calls.append(dtype)
         clock[0] += cost[dtype][sum(1 for call in calls if call is dtype) - 1]
 
-    monkeypatch.setattr("nmtkit.precision.time.perf_counter", lambda: clock[0])
+    monkeypatch.setattr("nmtkit.runtime.precision.time.perf_counter", lambda: clock[0])
     timings = time_precisions(run, [FP32, BF16], torch.device("cpu"))
     assert calls == [FP32, BF16, FP32, BF16, FP32, BF16]
     assert timings == pytest.approx({FP32: 0.2, BF16: 0.1})
 
 
 def test_a_device_without_bf16_kernels_is_not_measured(monkeypatch):
-    monkeypatch.setattr("nmtkit.precision.native_bf16", lambda device: False)
+    monkeypatch.setattr("nmtkit.runtime.precision.native_bf16", lambda device: False)
     assert auto_candidates(torch.device("cpu")) == [FP32]
-    monkeypatch.setattr("nmtkit.precision.native_bf16", lambda device: True)
+    monkeypatch.setattr("nmtkit.runtime.precision.native_bf16", lambda device: True)
     assert auto_candidates(torch.device("cpu")) == [FP32, BF16]
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from nmtkit.errors import NmtkitError
-from nmtkit.runtime import autocast_dtype, avoid_per_shape_attention, pick_device, set_threads
+from nmtkit.runtime.device import autocast_dtype, avoid_per_shape_attention, pick_device, set_threads
 
 
 def test_auto_device_is_cuda_only_when_available():

@@ -25,9 +25,9 @@ from typer.testing import CliRunner
 from nmtkit.cli import app
 from nmtkit.config import DecodeConfig
 from nmtkit.errors import NmtkitError
-from nmtkit.export import export_model
+from nmtkit.export.ctranslate2 import export_model
 from nmtkit.inputs import Request
-from nmtkit.serve import BadRequest, ServeConfig, Service, make_app, parse_request
+from nmtkit.serve.app import BadRequest, ServeConfig, Service, make_app, parse_request
 from nmtkit.translate.engine import Capabilities
 
 

@@ -16,8 +16,8 @@ from nmtkit.config import DecodeConfig
 from nmtkit.errors import NmtkitError
 from nmtkit.inputs import Request
 from nmtkit.search import beam_search, greedy_search
-from nmtkit.serve import ServeConfig, Service, make_app
-from nmtkit.serve_requests import BadRequest, RequestLimits, parse_body, parse_request
+from nmtkit.serve.app import ServeConfig, Service, make_app
+from nmtkit.serve.requests import BadRequest, RequestLimits, parse_body, parse_request
 from nmtkit.translate import Translator
 from nmtkit.translate.ctranslate2_engine import CTranslate2Engine
 from nmtkit.translate.engine import Capabilities

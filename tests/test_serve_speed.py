@@ -6,8 +6,8 @@ import logging
 
 from scripts import load_script
 
-from nmtkit.serve import LISTENING
-from nmtkit.serve import log as serve_log
+from nmtkit.serve.app import LISTENING
+from nmtkit.serve.app import log as serve_log
 
 serve_speed = load_script("benchmarks/serve_speed.py", "serve_speed")
 

@@ -11,13 +11,13 @@ from cli_runner import assert_error, nmtkit
 from letter_task import LETTERS, letter_lines, letter_task, train_tiny
 
 from nmtkit import Translator
-from nmtkit import shortlist as shortlist_module
 from nmtkit.config import DataConfig
 from nmtkit.data.dataset import TokenArray
 from nmtkit.data.prepare import SplitFiles, load_subwords, prepare_data
 from nmtkit.errors import NmtkitError
-from nmtkit.export import export_model
-from nmtkit.shortlist import Shortlist, build_shortlist
+from nmtkit.export import shortlist as shortlist_module
+from nmtkit.export.ctranslate2 import export_model
+from nmtkit.export.shortlist import Shortlist, build_shortlist
 from nmtkit.translate.exported import load_exported
 
 # Four sentence pairs over pieces 4-9 (0-3 are special). Sentence counts: source 4, 5, 6: 2 each; target 7: 2,

@@ -9,8 +9,8 @@ import pytest
 from training_runs import copy_task, records, tiny_config
 
 from nmtkit.config import TrainConfig
-from nmtkit.distributed import World
 from nmtkit.errors import NmtkitError
+from nmtkit.runtime.distributed import World
 from nmtkit.training.loop import Trainer, budget_left, new_window, training_record
 from nmtkit.training.mix import BatchOrder
 from nmtkit.training.state import Progress

@@ -20,9 +20,9 @@ from nmtkit.config import DataConfig, TrainConfig, from_dict
 from nmtkit.data.corpora import corpus_ranges, read_corpora
 from nmtkit.data.dataset import ParallelData, TokenArray
 from nmtkit.data.prepare_corpora import prepare_corpora
-from nmtkit.distributed import World
 from nmtkit.errors import NmtkitError
 from nmtkit.run_config import build_config
+from nmtkit.runtime.distributed import World
 from nmtkit.training.config import completed
 from nmtkit.training.mix import MixOrder, batch_order, epoch_batches, temperature_sample
 from nmtkit.training.run_log import scalars

@@ -13,9 +13,9 @@ from nmtkit.config import DataConfig, DecodeConfig
 from nmtkit.data.subword import train_subword
 from nmtkit.errors import NmtkitError
 from nmtkit.inputs import Request
-from nmtkit.precision import decoding_timings
 from nmtkit.registry import build_model
 from nmtkit.run_config import build_config
+from nmtkit.runtime.precision import decoding_timings
 from nmtkit.translate import Translator, format_hypotheses, translate_stream
 from nmtkit.translate.torch_engine import TorchEngine
 
@@ -84,7 +84,7 @@ def test_overlong_lines_are_truncated_with_a_warning(loaded: LoadedModel, caplog
 
 @pytest.mark.parametrize("bf16_seconds", [0.5, 0.99, 2.0])
 def test_bfloat16_warns_where_this_cpu_measures_it_no_faster(loaded: LoadedModel, monkeypatch, caplog, bf16_seconds):
-    monkeypatch.setattr("nmtkit.precision.time_precisions",
+    monkeypatch.setattr("nmtkit.runtime.precision.time_precisions",
                         lambda run, candidates, device: (run(None), run(torch.bfloat16),
                                                          {None: 1.0, torch.bfloat16: bf16_seconds})[-1])
     decode = DecodeConfig(dtype="bfloat16", max_len_b=3)

@@ -24,6 +24,7 @@ from scripts import ROOT, load_script, recipe_path
 from nmtkit.config_files import load_yaml
 from nmtkit.run_config import build_config
 
+load_script("recipes/wmt/download.py", "download")  # data.py imports it as its neighbour
 data = load_script("recipes/wmt/data.py", "wmt_data")
 
 WORDS = {"the": "die", "house": "Haus", "small": "klein", "is": "ist", "green": "grün", "we": "wir", "see": "sehen",

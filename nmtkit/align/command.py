@@ -27,7 +27,7 @@ from nmtkit.checkpoint import LoadedModel
 from nmtkit.data.corpus import read_lines
 from nmtkit.ensemble import load_models
 from nmtkit.errors import NmtkitError
-from nmtkit.runtime import pick_device, set_threads
+from nmtkit.runtime.device import pick_device, set_threads
 
 
 @dataclass

@@ -10,8 +10,8 @@ import torch
 
 from nmtkit.checkpoint import rng_state, set_rng_state
 from nmtkit.data.dataset import Batch
-from nmtkit.precision import auto_candidates, describe, dtype_name, fastest, time_precisions
-from nmtkit.runtime import autocast_dtype
+from nmtkit.runtime.device import autocast_dtype
+from nmtkit.runtime.precision import auto_candidates, describe, dtype_name, fastest, time_precisions
 from nmtkit.training.objectives import label_smoothed_nll
 from nmtkit.training.setup import RunSetup
 from nmtkit.training.state import Progress

@@ -12,7 +12,7 @@ from nmtkit.config import Config, TrainConfig
 from nmtkit.config_files import apply_overrides, load_yaml, merge_flags
 from nmtkit.errors import NmtkitError
 from nmtkit.run_config import build_config
-from nmtkit.runtime import pick_device
+from nmtkit.runtime.device import pick_device
 from nmtkit.training.finetune import read_start, saved_model_section
 from nmtkit.training.modifiers import check_modifier_names
 from nmtkit.training.schedule import resolve_schedule

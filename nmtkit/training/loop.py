@@ -17,9 +17,9 @@ from tqdm import tqdm
 from nmtkit.config import Config, TrainConfig
 from nmtkit.config_files import save_yaml
 from nmtkit.data.dataset import Batch
-from nmtkit.distributed import World, init_world, leave_world
 from nmtkit.errors import NmtkitError
-from nmtkit.runtime import StopSignals, set_threads
+from nmtkit.runtime.device import StopSignals, set_threads
+from nmtkit.runtime.distributed import World, init_world, leave_world
 from nmtkit.training.amp import configured_precision, settle_precision
 from nmtkit.training.mix import batch_order
 from nmtkit.training.run_log import RunLog

@@ -17,8 +17,8 @@ from nmtkit.data.corpora import check_corpus_names, corpus_ranges
 from nmtkit.data.dataset import Batch, ParallelData, collate_pairs
 from nmtkit.data.prepare import read_manifest
 from nmtkit.data.subword import Subword
-from nmtkit.distributed import World
 from nmtkit.errors import NmtkitError
+from nmtkit.runtime.distributed import World
 from nmtkit.training.modifiers import PairModifier
 from nmtkit.training.state import Progress
 

@@ -15,11 +15,11 @@ from nmtkit.data.dataset import ParallelData
 from nmtkit.data.multilingual import language_pairs
 from nmtkit.data.prepare import load_subwords, read_manifest
 from nmtkit.data.subword import Subword
-from nmtkit.distributed import World
 from nmtkit.errors import NmtkitError
 from nmtkit.metrics.tokenize import default_tokenizer
 from nmtkit.modules.checkpointing import checkpoint_activations
 from nmtkit.registry import build_model
+from nmtkit.runtime.distributed import World
 from nmtkit.training.config import open_settings
 
 log = logging.getLogger(__package__)  # "nmtkit.training": train.log names training's messages as before its split

@@ -1,5 +1,5 @@
 """A directory written by `nmtkit export` as the translator reads it: nmtkit.json and the subword model(s) beside
-CTranslate2's own files (the writer is `nmtkit.export`; the search, `ctranslate2_engine`)."""
+CTranslate2's own files (the writer is `nmtkit.export.ctranslate2`; the search, `ctranslate2_engine`)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from nmtkit.errors import NmtkitError
 
 MANIFEST, MANIFEST_FORMAT = "nmtkit.json", 1
 SOURCE_SUBWORD, TARGET_SUBWORD = "source.spm", "target.spm"
-VMAP = "vmap.txt"  # the vocabulary shortlist, in CTranslate2's format (`nmtkit.shortlist`)
+VMAP = "vmap.txt"  # the vocabulary shortlist, in CTranslate2's format (`nmtkit.export.shortlist`)
 
 
 @dataclass
 class ExportedModel:
-    """What an exported directory holds besides CTranslate2's own files (see `nmtkit.export`)."""
+    """What an exported directory holds besides CTranslate2's own files (see `nmtkit.export.ctranslate2`)."""
 
     directory: Path
     decode: DecodeConfig  # the checkpoint's decode settings
@@ -28,7 +28,7 @@ class ExportedModel:
     langs: tuple[str | None, str | None]
     quantization: str
     tags: dict[str, int] = field(default_factory=dict)  # a multilingual model's target languages and their tag ids
-    shortlist: bool = False  # searched over a vocabulary shortlist (`nmtkit.shortlist`)
+    shortlist: bool = False  # searched over a vocabulary shortlist (`nmtkit.export.shortlist`)
 
 
 def is_exported(path: Path) -> bool:

@@ -21,8 +21,8 @@ from nmtkit.ensemble import load_models
 from nmtkit.errors import NmtkitError
 from nmtkit.hypotheses import Hypothesis, LengthPenalty
 from nmtkit.inputs import Request
-from nmtkit.precision import decoding_timings, describe, dtype_name, fastest
-from nmtkit.runtime import pick_device, set_threads
+from nmtkit.runtime.device import pick_device, set_threads
+from nmtkit.runtime.precision import decoding_timings, describe, dtype_name, fastest
 from nmtkit.search import Sampler, argmax_choice, beam_search, greedy_search, max_lengths
 from nmtkit.translate.engine import Capabilities, override_decode
 

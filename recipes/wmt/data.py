@@ -7,7 +7,7 @@ writes `raw/train.{en,de}` (Europarl v7, Common Crawl and News Commentary v9, co
 the set of Vaswani et al.) and `raw/test-filtered.{en,de}` (sacrebleu's `wmt14`: the 2,737 sentences of the official
 WMT14 evaluation). Archives go to `download/` under their URL paths, are resumed when a
 download was interrupted and are checked against the sizes and checksums below before use. `NMTKIT_MIRROR` (a
-directory or a base URL) replaces the official hosts; see nmtkit/data/download.py for its layout and checksums.
+directory or a base URL) replaces the official hosts; see recipes/wmt/download.py for its layout and checksums.
 Dev and test text is read through sacrebleu, whose cache is pointed at `sacrebleu/` inside the data directory and
 filled from the archives downloaded here, so sacrebleu never downloads by itself. Every step is skipped when its
 output exists.
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from download import MIRROR_ENV, RemoteFile, download_all, extract_all, extract_members
 from sacrebleu.dataset import DATASETS
 
-from nmtkit.data.download import MIRROR_ENV, RemoteFile, download_all, extract_all, extract_members
 from nmtkit.errors import NmtkitError
 
 log = logging.getLogger("wmt.data")

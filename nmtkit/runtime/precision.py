@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import torch
 
-from nmtkit.runtime import native_bf16
+from nmtkit.runtime.device import native_bf16
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """What one POST /translate request of `nmtkit serve` may be: its JSON body, its fields, and the limits on what it
-asks for (`RequestLimits`, part of `nmtkit.serve_config.ServeConfig`), each refused with a 4xx `BadRequest` that
+asks for (`RequestLimits`, part of `nmtkit.serve.config.ServeConfig`), each refused with a 4xx `BadRequest` that
 names the limit and its command-line flag.
 
 Numbers are those JSON allows: NaN, Infinity and numbers too large for a float are refused as they are read.

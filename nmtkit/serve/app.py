@@ -39,9 +39,9 @@ from aiohttp import web
 
 from nmtkit.errors import NmtkitError
 from nmtkit.inputs import Request
-from nmtkit.serve_config import ServeConfig
-from nmtkit.serve_connections import CappedSite
-from nmtkit.serve_requests import BadRequest, check_output_lengths, parse_body, parse_request
+from nmtkit.serve.config import ServeConfig
+from nmtkit.serve.connections import CappedSite
+from nmtkit.serve.requests import BadRequest, check_output_lengths, parse_body, parse_request
 from nmtkit.translate import Translator
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from nmtkit.config import option
 from nmtkit.errors import NmtkitError
-from nmtkit.serve_requests import RequestLimits
+from nmtkit.serve.requests import RequestLimits
 
 
 @dataclass

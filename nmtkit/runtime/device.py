@@ -53,7 +53,7 @@ def native_bf16(device: torch.device) -> bool:
 
 def autocast_dtype(amp: str) -> torch.dtype | None:
     """The autocast dtype of a `train.amp` setting that names one (none, bf16, fp16); None means float32. `auto` is
-    measured on the model (`nmtkit.precision`)."""
+    measured on the model (`nmtkit.runtime.precision`)."""
     return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(amp)
 
 

@@ -20,7 +20,7 @@ import torch
 import torch.distributed as dist
 
 from nmtkit.errors import NmtkitError
-from nmtkit.runtime import pick_device
+from nmtkit.runtime.device import pick_device
 
 
 @dataclass(frozen=True)

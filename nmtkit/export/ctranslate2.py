@@ -18,7 +18,7 @@ between nmtkit and other toolkits, and so break their converters, are settled he
 The directory also holds the SentencePiece model(s) and `nmtkit.json` (config, languages, decode defaults), so it
 alone is enough to translate (`nmtkit.translate.exported` reads it, `nmtkit.translate.ctranslate2_engine` searches
 it); with `--shortlist DATA`, also a vocabulary shortlist built from the training data (`vmap.txt`,
-`nmtkit.shortlist`), which `nmtkit translate` then uses.
+`nmtkit.export.shortlist`), which `nmtkit translate` then uses.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from nmtkit.checkpoint import LoadedModel, load_checkpoint, restore_model
 from nmtkit.config import to_dict
 from nmtkit.data.subword import BOS, EOS, UNK, Subword
 from nmtkit.errors import NmtkitError
+from nmtkit.export.shortlist import shortlist_from_data
 from nmtkit.models.transformer import GATED, DecoderLayer, EncoderLayer, Transformer
-from nmtkit.shortlist import shortlist_from_data
 from nmtkit.translate.exported import MANIFEST, MANIFEST_FORMAT, SOURCE_SUBWORD, TARGET_SUBWORD, VMAP
 from nmtkit.version import __version__
 
@@ -200,7 +200,7 @@ def export_model(checkpoint: Path, out: Path, to: str = "ctranslate2", quantizat
     """Export checkpoint `checkpoint` (a Transformer) to the CTranslate2 directory `out`; returns a summary. With
     `shortlist` (a data directory prepared with the model's subword models), the directory also gets the
     vocabulary shortlist of its training split: `shortlist_frequent` pieces always, `shortlist_size` per source
-    piece (`nmtkit.shortlist`)."""
+    piece (`nmtkit.export.shortlist`)."""
     import torch
 
     if to != "ctranslate2":
