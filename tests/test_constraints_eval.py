@@ -1,5 +1,5 @@
-"""benchmarks/constraints_eval.py on a tiny untrained model and three made-up verses: properties only (every term
-is met with constraints, the files are written, the report adds up)."""
+"""benchmarks/experiments/constraints_eval.py on a tiny untrained model and three made-up verses: properties only
+(every term is met with constraints, the files are written, the report adds up)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from nmtkit.data.subword import train_subword
 from nmtkit.registry import build_model
 from nmtkit.run_config import build_config
 
-evaluation = load_script("benchmarks/constraints_eval.py", "constraints_eval")
+evaluation = load_script("benchmarks/experiments/constraints_eval.py", "constraints_eval")
 
 ES = ["Y Pablo fue a Jerusalén .", "Entonces dijo Pedro , Dios es bueno .", "Y fueron a la casa ."]
 EN = ["And Paul went to Jerusalem .", "Then Peter said , God is good .", "And they went to the house ."]

@@ -330,9 +330,9 @@ def test_batches_searched_at_once_translate_as_one_at_a_time(pre_norm, decode):
 
 
 def test_the_batch_sweep_benchmark_times_every_size(pre_norm):
-    """benchmarks/batch_sweep.py: a row per beam and size (tokens per worker's batch), the first size of a beam
-    identical to itself."""
-    batch_sweep = load_script("benchmarks/batch_sweep.py", "batch_sweep")
+    """benchmarks/experiments/batch_sweep.py: a row per beam and size (tokens per worker's batch), the first size of a
+    beam identical to itself."""
+    batch_sweep = load_script("benchmarks/experiments/batch_sweep.py", "batch_sweep")
     rows = batch_sweep.sweep(pre_norm[1], letter_lines(12, seed=3, longest=6), threads=2, inter_threads=2,
                              sizes=[4, 12], beams=[2, 1], repeats=1)
     assert [(row["beam"], row["size"]) for row in rows] == [(2, 4), (2, 12), (1, 4), (1, 12)]

@@ -234,7 +234,7 @@ def test_placeholder_stats_counts_a_catalog(tmp_path, capsys):
     from scripts import load_script
     from test_messages import write_catalog
 
-    stats = load_script("benchmarks/placeholder_stats.py", "placeholder_stats")
+    stats = load_script("benchmarks/experiments/placeholder_stats.py", "placeholder_stats")
     write_catalog(tmp_path, "demo.mo", [("Open %s", "Öffne %s"), ("Copy %s to %s", "%2$s nach %1$s kopieren"),
                                         ("Hello", "Hallo"), ("Bye <b>now</b>", "Tschüss jetzt")])
     assert stats.main(["--langs", "xx_YY", "--locale-dir", str(tmp_path)]) == 0

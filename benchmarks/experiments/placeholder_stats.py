@@ -9,7 +9,7 @@ a translation that keeps the source's marks achieves. A translation that reorder
 as not keeping them, as it would against nmtkit's guarantee; the last column counts it as keeping them (printf's
 argument numbers `1$`, `2$`... removed on both sides), to show how much of the difference is reordering.
 
-Usage: python benchmarks/placeholder_stats.py [--langs de zh_CN ja ar ru] [--locale-dir /usr/share/locale]
+Usage: python benchmarks/experiments/placeholder_stats.py [--langs de zh_CN ja ar ru] [--locale-dir /usr/share/locale]
        [--placeholders auto]
 """
 
@@ -31,7 +31,7 @@ from nmtkit.placeholders import Patterns, load_patterns
 def _messages_extract() -> ModuleType:
     """The messages recipe's catalog reader (a script, not a module of the package), loaded by its path under a name
     of its own: `import extract` would take whichever `extract` a process loaded first (the Bible recipe has one)."""
-    path = Path(__file__).resolve().parents[1] / "recipes" / "messages" / "extract.py"
+    path = Path(__file__).resolve().parents[2] / "recipes" / "messages" / "extract.py"
     spec = importlib.util.spec_from_file_location("nmtkit_messages_extract", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the script runs

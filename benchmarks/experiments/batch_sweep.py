@@ -6,7 +6,7 @@ source tokens per batch: each of the --inter-threads workers searches batches of
 `--batch-tokens` is the size times the workers). "identical" compares each size's output lines with those of the
 first size.
 
-Usage: python benchmarks/batch_sweep.py MODEL_DIR [--input data/bible/raw/test.es] [--threads 2]
+Usage: python benchmarks/experiments/batch_sweep.py MODEL_DIR [--input data/bible/raw/test.es] [--threads 2]
        [--inter-threads 1] [--sizes 500,1000,1500,3000,6000] [--beams 5,1] [--repeats 3]
 """
 

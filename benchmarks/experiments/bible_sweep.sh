@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Try recipe settings on the Bible data under one wall-clock budget each and print a table of dev BLEU.
-# Usage: benchmarks/bible_sweep.sh [MINUTES] [DATA_ROOT]   (needs data/bible/raw from `make bible-data`)
-#        ONLY="name1 name2" benchmarks/bible_sweep.sh ...    runs only the named settings
+# Usage: benchmarks/experiments/bible_sweep.sh [MINUTES] [DATA_ROOT]   (needs data/bible/raw from `make bible-data`)
+#        ONLY="name1 name2" benchmarks/experiments/bible_sweep.sh ...    runs only the named settings
 set -euo pipefail
 minutes=${1:-10}
 root=${2:-data/bible}

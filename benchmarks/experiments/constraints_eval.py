@@ -11,8 +11,8 @@ without and then with the constraints (beam --beam both times, the checkpoint's 
 - BLEU and chrF (sacrebleu, against test.en) without and with;
 - sentences per second of both searches (each the fastest of --repeats runs, taken in turns), and their ratio.
 
-Usage: python benchmarks/constraints_eval.py -m runs/bible-es-en/transformer/model.pt [--data data/bible/raw]
-       [--beam 5] [--threads 2] [--repeats 1] [--limit N] [--out runs/constraints-eval] [--json]
+Usage: python benchmarks/experiments/constraints_eval.py -m runs/bible-es-en/transformer/model.pt
+       [--data data/bible/raw] [--beam 5] [--threads 2] [--repeats 1] [--limit N] [--out runs/constraints-eval] [--json]
 """
 
 from __future__ import annotations
