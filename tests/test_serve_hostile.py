@@ -20,7 +20,7 @@ import pytest
 from letter_task import letter_lines, letter_task, train_tiny
 from serve_process import Server
 
-from nmtkit.serve.app import LINGER_SECONDS
+from nmtkit.serve.connections import LINGER_SECONDS
 from nmtkit.translate import Translator
 
 BUDGET = 2.0  # --time-budget

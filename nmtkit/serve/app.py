@@ -40,7 +40,7 @@ from aiohttp import web
 from nmtkit.errors import NmtkitError
 from nmtkit.inputs import Request
 from nmtkit.serve.config import ServeConfig
-from nmtkit.serve.connections import CappedSite
+from nmtkit.serve.connections import LINGER_SECONDS, SLACK_SECONDS, CappedSite, deadlines
 from nmtkit.serve.requests import BadRequest, check_output_lengths, parse_body, parse_request
 from nmtkit.translate import Translator
 
@@ -48,9 +48,6 @@ log = logging.getLogger(__name__)
 
 LISTENING = "serving on http://%s:%d (POST /translate, GET /health)"  # what clients may read the port from
 MAX_BODY = 4 * 1024 * 1024  # bytes of one request body: far more than max_sentences long sentences take
-# seconds aiohttp goes on reading (and dropping) a body it did not need, so that its client reads the answer rather
-# than a reset connection; a client slower than that is dropped then
-LINGER_SECONDS = 2.0
 dumps = functools.partial(json.dumps, allow_nan=False)  # NaN and Infinity are not JSON: a 500, never such an answer
 
 
@@ -248,7 +245,7 @@ async def json_errors(request: web.Request, handler):
 
 
 def make_app(service: Service) -> web.Application:
-    app = web.Application(middlewares=[json_errors], client_max_size=MAX_BODY)
+    app = web.Application(middlewares=[deadlines, json_errors], client_max_size=MAX_BODY)
     app.router.add_post("/translate", service.translate)
     app.router.add_get("/health", service.health)
 
@@ -270,15 +267,16 @@ async def serve_until_stopped(translator: Translator, config: ServeConfig) -> No
     """Listen until SIGTERM or SIGINT, then shut down gracefully: aiohttp closes the listening socket, runs
     on_shutdown (new requests get 503), waits up to `shutdown_timeout` for the handlers still running, whose jobs
     the worker translates, and only then runs the cleanup that stops the worker (and a search still running, before
-    its next step). A client must send its headers within `client_timeout` of connecting (aiohttp's keep-alive timer
-    starts at the connection) and its body within `client_timeout` after them (`Service.read_body`)."""
+    its next step). A client must send its headers within `client_timeout` of connecting or of its previous answer
+    (`connections.Counted`: aiohttp's keep-alive timer, a little later, is only a backstop) and its body within
+    `client_timeout` after them (`Service.read_body`)."""
     service = Service(translator, config)
     runner = web.AppRunner(make_app(service), handle_signals=False, access_log=None,
-                           shutdown_timeout=config.shutdown_timeout, keepalive_timeout=config.client_timeout,
-                           lingering_time=LINGER_SECONDS)
+                           shutdown_timeout=config.shutdown_timeout,
+                           keepalive_timeout=config.client_timeout + SLACK_SECONDS, lingering_time=LINGER_SECONDS)
     await runner.setup()
     try:
-        site = CappedSite(runner, config.host, config.port, config.max_connections)
+        site = CappedSite(runner, config.host, config.port, config.max_connections, config.client_timeout)
         await site.start()
         host, port = runner.addresses[0][:2]
         log.info(LISTENING, host, port)
