@@ -36,7 +36,7 @@ def describe_stages(config_path: Path) -> str:
     parts = []
     for stage in stages:
         mix = " + ".join(f"{name} {weight:g}" for name, weight in stage["mix"].items())
-        updates = ((stage.get("until") or {}).get("updates"))
+        updates = (stage.get("until") or {}).get("updates")
         parts.append(f"{mix} for {updates} updates" if updates else mix)
     return ", then ".join(parts) or "—"
 
