@@ -10,7 +10,7 @@ THREADS ?= 0
 # LANG_DIR (a locale such as zh_CN, ja, th, ar, he) and CODE choose the language of recipe-messages
 export MODEL MAX_TIME THREADS LANG_DIR CODE
 
-.PHONY: install test test-isa lint bench recipe-bible recipe-bible-zoo recipe-reverse recipe-wmt recipe-messages recipe-multilingual recipe-finetune bible-data wmt-data clean
+.PHONY: install test test-isa lint bench recipe-bible recipe-bible-zoo recipe-reverse recipe-wmt recipe-messages recipe-multilingual recipe-finetune recipe-backtranslation bible-data wmt-data clean
 
 install: $(VENV)/.installed
 
@@ -69,6 +69,11 @@ recipe-messages: install
 
 recipe-multilingual: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/multilingual/run.sh
+
+# X -> en for each of LANGS (de ru): bilingual only against + untagged and + tagged back-translation, the same MAX_TIME
+# each; tables in runs/backtranslation/<lang>/results.md. SMOKE=1: the whole workflow in minutes (tiny model and data)
+recipe-backtranslation: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/backtranslation/run.sh
 
 # fine-tunes the Bible model (make recipe-bible first) on Spanish software messages; the table goes to $OUT/results.md
 recipe-finetune: install
