@@ -40,7 +40,7 @@ timed() {  # timed NAME COMMAND...: the command's wall time in seconds, in $out/
 }
 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/gpu.txt"
-$py -c 'import torch, sys; print("python", sys.version.split()[0], "torch", torch.__version__)' | tee -a "$out/gpu.txt"
+$py -c 'import sys, torch; from importlib.metadata import version; print("python", sys.version.split()[0], "torch", torch.__version__, "aiohttp", version("aiohttp"))' | tee -a "$out/gpu.txt"
 echo "nmtkit ${NMTKIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}" | tee -a "$out/gpu.txt"
 
 if ! $py -c 'import ctypes; ctypes.CDLL("libcublas.so.12")' 2>/dev/null; then
