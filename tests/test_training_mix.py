@@ -145,6 +145,36 @@ def test_stages_switch_at_their_update_and_epoch_conditions_and_the_last_ends_th
     assert sorted(clean_lines) == sorted(list(range(60)) * 2)  # exactly two passes over clean in stage 2
 
 
+def run_timed_updates(order: MixOrder, count: int, seconds: float) -> list[tuple[int, float]]:
+    """(stage, elapsed) of `count` updates, each taking `seconds` of training time as the loop's agreed clock
+    counts it (`Progress.elapsed`, read by next_group before the update, then moved on)."""
+    stages_seen = []
+    for _ in range(count):
+        group = order.next_group()
+        if group is None:
+            break
+        stages_seen.append((order._pending[0]["stage"], order.progress.elapsed))
+        order.progress.elapsed += seconds
+        order.advance(group)
+        order.progress.step += 1
+    return stages_seen
+
+
+def test_a_stage_ends_after_its_training_time_and_a_resumed_run_switches_at_the_same_total_time():
+    data = fake_data({"clean": 60, "crawled": 40})
+    train = stages(({"crawled": 1}, {"time": "1m"}), ({"clean": 1}, {"time": 30}), ({"crawled": 1}, {}))
+    assert [stage.until.time for stage in train.stages] == [60.0, 30.0, 0.0]
+    whole = run_timed_updates(mix_order(data, train), 40, seconds=7.5)
+    assert [stage for stage, _ in whole] == [0] * 8 + [1] * 4 + [2] * 28  # 8 x 7.5 s = 60 s, then 4 x 7.5 = 30 s
+    assert whole[8][1] == 60.0 and whole[12][1] == 90.0
+    order = mix_order(data, train)
+    head = run_timed_updates(order, 10, seconds=7.5)  # stopped mid-stage 2: its clock started at 60 s
+    resumed = Progress()
+    resumed.restore(copy.deepcopy(vars(order.progress)))
+    assert resumed.elapsed == 75.0 and resumed.mix["stage_start_time"] == 60.0
+    assert head + run_timed_updates(mix_order(data, train, resumed), 30, seconds=7.5) == whole
+
+
 def test_next_group_moves_nothing_until_advance_and_saved_state_resumes_the_same_batches():
     data = fake_data({"clean": 60, "crawled": 40})
     train = stages(({"clean": 2, "crawled": 1}, {"updates": 9}), ({"crawled": 1}, {}), update_freq=2)
@@ -196,7 +226,9 @@ def test_a_corpus_without_a_pair_to_train_on_is_an_error_naming_it():
     ([{"mix": {"clean": 0}}], {}, "one at least is above 0"),
     ([{"mix": {"clean": 1}, "until": {"epochs": {"bt": 1}}}], {}, "until.epochs bt: 1.0: give passes above 0 of a"),
     ([{"mix": {"clean": 1}, "until": {"epochs": {"clean": 0}}}], {}, "until.epochs clean: 0.0"),
-    ([{"mix": {"clean": 1}}, {"mix": {"bt": 1}}], {}, "stage 1 of 2 has no until"),
+    ([{"mix": {"clean": 1}}, {"mix": {"bt": 1}}], {}, "stage 1 of 2 has no until (updates, epochs or time)"),
+    ([{"mix": {"clean": 1}, "until": {"time": "soon"}}], {}, "train.stages[0].until.time: cannot read duration"),
+    ([{"mix": {"clean": 1}, "until": {"time": -5}}], {}, "until.time: must be at least 0"),
     ([{"mix": {"clean": 1}}], {"max_epochs": 2}, "train.max_epochs"),
     ([{"mix": {"clean": "x"}}], {}, "train.stages[0].mix.clean"),
     ({"mix": {"clean": 1}}, {}, "train.stages: expected a list"),
