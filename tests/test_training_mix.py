@@ -301,3 +301,43 @@ def test_training_killed_mid_stage_resumes_with_the_batches_and_weights_of_an_un
     weights = torch.load(tmp_path / "whole" / "last.pt", weights_only=True)["model"]
     for name, value in torch.load(run / "last.pt", weights_only=True)["model"].items():
         torch.testing.assert_close(value, weights[name], rtol=1e-6, atol=1e-7)
+
+
+def test_two_processes_read_only_their_own_batches_of_each_corpus_and_switch_stages_together(corpora_run, tmp_path):
+    root, _ = corpora_run
+    data, records_dir = root / "data", tmp_path / "records"
+    records_dir.mkdir()
+    config = {"model": {**TINY_MODEL, "dropout": 0.0}, "train": {
+        "batch_tokens": 64, "warmup": 5, "log_every": 1, "valid_every": 100, "valid_bleu": False, "amp": "none",
+        "device": "cpu", "threads": 1, "seed": 3, "max_steps": 12,
+        "stages": [{"until": {"updates": 6}, "mix": {"clean": 0.7, "web": 0.3}}, {"mix": {"web": 1}}]}}
+    (tmp_path / "config.yaml").write_text(json.dumps(config))
+    script = Path(__file__).with_name("mix_ranks.py")
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+                             str(script), str(data), str(tmp_path / "config.yaml"), str(tmp_path / "run"),
+                             str(records_dir)], capture_output=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                            timeout=300)
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    ranks = [json.loads((records_dir / f"rank{rank}.json").read_text()) for rank in (0, 1)]
+    train = completed(build_config(config)).train
+    manifest = json.loads((data / "manifest.json").read_text())
+    replay = mix_order((ParallelData(data, "train", train.max_length), manifest), train, rank=0, size=2)
+    groups = run_updates(replay, 12)
+    assert [[update["stage"] for update in rank] for rank in ranks] == [[0] * 6 + [1] * 6] * 2  # switched together
+    assert [update["elapsed"] for update in ranks[0]] == [update["elapsed"] for update in ranks[1]]  # one clock
+    owner = {line: name for name, parts in corpus_ranges(manifest).items() for part in parts for line in part}
+    read_by = [{name: set() for name in ("clean", "web")} for _ in ranks]
+    for step, group in enumerate(groups):
+        for rank, updates in enumerate(ranks):
+            update = updates[step]
+            assert update["step"] == step + 1  # recorded once the update ran
+            assert sorted(update["src"]) == sorted(update["tgt"]) == sorted(group[rank])  # its own batch alone
+            for line in update["src"]:
+                read_by[rank][owner[line]].add(line)
+    for name in ("clean", "web"):  # each process read a part of every corpus, and not the other's lines
+        assert read_by[0][name] and read_by[1][name]
+    assert not read_by[0]["clean"] & read_by[1]["clean"]  # stage 1 takes less than one pass over clean
+    tokens = corpus_tokens(replay.train_data, manifest, groups[:6])
+    assert tokens["clean"] / sum(tokens.values()) == pytest.approx(0.7, abs=0.08)  # within a batch of its share
+    logged = [record for record in records(tmp_path / "run") if "shares" in record]
+    assert [record["shares"]["web"] for record in logged[6:]] == [1.0] * 6
