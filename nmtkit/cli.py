@@ -10,7 +10,6 @@ import io
 import json
 import logging
 import os
-import re
 import signal
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Annotated
 import typer
 
 from nmtkit.cli_options import ConfigValues, config_options
-from nmtkit.config import DataConfig, DecodeConfig, TrainConfig, help_for
+from nmtkit.config import DataConfig, DecodeConfig, TrainConfig, help_for, parse_duration
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate_config import EvaluateConfig
 from nmtkit.serve.config import ServeConfig
@@ -144,14 +143,6 @@ def prepare(
                       "splits": manifest["splits"]}))
 
 
-def parse_duration(text: str) -> float:
-    """'3600', '90s', '45m', '1.5h' -> seconds."""
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([smh]?)\s*", text)
-    if not match:
-        raise NmtkitError(f"cannot read duration {text!r}; write e.g. 3600, 90s, 45m or 1.5h")
-    return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]
-
-
 @app.command()
 @handle_errors
 def train(
@@ -163,8 +154,7 @@ def train(
     resume: Annotated[bool, typer.Option(help="continue the run in --out from last.pt")] = False,
     init_from: Annotated[Path | None, typer.Option(help=help_for(TrainConfig, "init_from"), dir_okay=False)] = None,
     max_steps: Annotated[int | None, typer.Option(help=help_for(TrainConfig, "max_steps"))] = None,
-    max_time: Annotated[str | None, typer.Option(
-        help=help_for(TrainConfig, "max_time") + "; also written 90s, 45m or 1.5h")] = None,
+    max_time: Annotated[str | None, typer.Option(help=help_for(TrainConfig, "max_time"))] = None,
     device: Annotated[str | None, typer.Option(help=help_for(TrainConfig, "device"))] = None,
     threads: Annotated[int | None, typer.Option(help=help_for(TrainConfig, "threads"))] = None,
     seed: Annotated[int | None, typer.Option(help=help_for(TrainConfig, "seed"))] = None,

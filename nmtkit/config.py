@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import sys
 import types
 import typing
@@ -20,6 +21,15 @@ from nmtkit.errors import NmtkitError
 
 LARGEST_INT = 2**63 - 1  # what a tensor, a seed or a C library takes: a larger number is a mistake, not a setting
 LARGEST_FLOAT = sys.float_info.max
+Seconds = typing.NewType("Seconds", float)  # a duration: a number of seconds, or text such as 90s, 45m or 1.5h
+
+
+def parse_duration(text: str) -> float:
+    """'3600', '90s', '45m', '1.5h' -> seconds."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([smh]?)\s*", text)
+    if not match:
+        raise NmtkitError(f"cannot read duration {text!r}; write e.g. 3600, 90s, 45m or 1.5h")
+    return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]
 
 
 def option(default: Any, help: str, low: float | None = None, high: float | None = None) -> Any:
@@ -81,6 +91,8 @@ class StageUntil:
     updates: int = option(0, "end the stage after this many updates in it (0 = no such condition)", low=0)
     epochs: dict[str, float] = option({}, "end the stage once each corpus named has made this many passes (may be "
                                           "fractional) over its training lines in the stage, e.g. {clean: 2}")
+    time: Seconds = option(0.0, "end the stage after this much training time in it, in seconds or written 90s, 45m "
+                                "or 1.5h, as train.max_time counts it (0 = no such condition)", low=0)
 
 
 @dataclass
@@ -93,7 +105,8 @@ class StageConfig:
     until: StageUntil = field(default_factory=StageUntil, metadata={"help": "when the stage ends"})
     modifiers: dict[str, dict[str, float]] = option(
         {}, "on-the-fly modifiers of each corpus' pairs and the probability of each for a pair, e.g. {crawled: "
-            "{uppercase: 0.02, typos: 0.1}} (uppercase, titlecase, typos, placeholder: nmtkit.training.modifiers)")
+            "{uppercase: 0.02, typos: 0.1}} (uppercase, titlecase, typos, placeholder: nmtkit.training.modifiers); "
+            "bpe_dropout: P segments every pair anew, each BPE merge skipped with probability P")
 
     def __post_init__(self):
         if not self.mix:
@@ -116,7 +129,8 @@ class TrainConfig:
     """The training loop: optimisation, schedule, budgets, validation and checkpoints."""
 
     max_steps: int = option(0, "stop after this many updates (0 = no limit)")
-    max_time: float = option(0.0, "stop after this many seconds of training (0 = no limit)")
+    max_time: Seconds = option(0.0, "stop after this much training time, in seconds or written 90s, 45m or 1.5h "
+                                    "(0 = no limit)")
     max_epochs: int = option(0, "stop after this many epochs (0 = no limit)")
     batch_tokens: int = option(0, "token budget per batch (source or target, padding included); 0 = by device: "
                                   "512 on a CPU, 4096 on a GPU")
@@ -251,6 +265,8 @@ def _coerce(value: Any, kind: Any, where: str) -> Any:
             return value
     elif kind in (int, float):
         return _number(value, kind, where)
+    elif kind is Seconds:
+        return _seconds(value, where)
     elif kind is str and isinstance(value, str):
         return value
     elif typing.get_origin(kind) in (list, dict):
@@ -288,6 +304,20 @@ def _number(value: Any, kind: type, where: str) -> int | float:
     if kind is int and not float(value).is_integer():
         raise NmtkitError(f"config key {where}: expected int, got {value!r}")
     return kind(value)
+
+
+def _seconds(value: Any, where: str) -> float:
+    """A duration written as a number of seconds (checked as any number) or as text such as 45m."""
+    if not isinstance(value, str):
+        return _number(value, float, where)
+    try:
+        return _number(float(value), float, where)
+    except ValueError:
+        pass
+    try:
+        return parse_duration(value)
+    except NmtkitError as error:
+        raise NmtkitError(f"config key {where}: {error}") from error
 
 
 def _union(value: Any, kind: types.UnionType, where: str) -> Any:

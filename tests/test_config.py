@@ -54,6 +54,14 @@ def test_numbers_are_coerced_to_the_annotated_type():
     assert config.train.max_time == 2.5
 
 
+@pytest.mark.parametrize(("written", "seconds"), [(90, 90.0), ("90s", 90.0), ("45m", 2700.0), ("1.5h", 5400.0)])
+def test_durations_are_seconds_or_written_as_the_max_time_flag_takes_them(written, seconds: float):
+    config = build_config({"train": {"max_time": written, "stages": [{"mix": {"a": 1}, "until": {"time": written}}]}})
+    assert config.train.max_time == config.train.stages[0].until.time == seconds
+    with pytest.raises(NmtkitError, match="train.max_time: cannot read duration '45 minutes'"):
+        build_config({"train": {"max_time": "45 minutes"}})
+
+
 def test_override_in_yaml_11_exponent_syntax_ends_as_float():
     data = apply_overrides({}, ["train.lr=3e-4"])
     config = build_config(data)

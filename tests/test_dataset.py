@@ -68,6 +68,18 @@ def test_token_batches_are_deterministic_for_a_seed():
     assert first != other
 
 
+def test_token_batches_of_training_cut_the_sorted_order_as_without_a_generator():
+    """Where no two pairs have the same lengths, the random tie-break has nothing to do: the training path (numpy)
+    and the plain one (lists) cut the same batches, in another order."""
+    keys = np.random.default_rng(2).choice(40 * 40, size=300, replace=False)
+    src_lens, tgt_lens = keys % 40, keys // 40
+    for max_tokens in (1, 30, 90, 400):
+        shuffled = token_batches(src_lens, tgt_lens, max_tokens, np.random.default_rng(5))
+        plain = token_batches(src_lens, tgt_lens, max_tokens)
+        assert sorted(map(tuple, shuffled)) == sorted(map(tuple, plain)) and shuffled != plain
+        assert all(isinstance(index, int) for batch in shuffled for index in batch)
+
+
 def test_token_batches_of_one_side_cover_every_index_within_budget():
     """Translation's use (source lengths for both sides): sorted by length, input order among equals."""
     lengths = [5, 1, 9, 3, 3, 7, 2, 8]

@@ -11,7 +11,7 @@ from training_runs import copy_task, records, tiny_config
 from nmtkit.config import TrainConfig
 from nmtkit.errors import NmtkitError
 from nmtkit.runtime.distributed import World
-from nmtkit.training.loop import Trainer, budget_left, new_window, training_record
+from nmtkit.training.loop import Trainer, TrainingClock, budget_left, new_window, training_record
 from nmtkit.training.mix import BatchOrder
 from nmtkit.training.state import Progress
 
@@ -64,6 +64,23 @@ def test_a_budget_is_spent_at_its_step_or_second_and_no_budget_never():
     assert not budget_left(budgets, Progress(step=3))
     assert not budget_left(budgets, Progress(step=1, elapsed=10.0))
     assert budget_left(TrainConfig(), Progress(step=10**9, elapsed=1e9))
+
+
+def test_the_training_clock_counts_from_the_saved_time_and_takes_the_agreed_count(monkeypatch):
+    now = [1000.0]
+    monkeypatch.setattr("nmtkit.training.loop.time.monotonic", lambda: now[0])
+    progress = Progress(elapsed=50.0)  # as resumed from last.pt
+    clock = TrainingClock(progress)
+    assert clock.last == 50.0  # the first vote: the saved count
+    clock.agree(50.0)
+    now[0] += 3.0
+    clock.read()
+    assert clock.last == 53.0 and progress.elapsed == 50.0  # read at the end of an update; agreed at the next vote
+    now[0] += 0.5
+    clock.agree(54.0)  # rank 0's reading (its clock ran a second ahead): this process takes it
+    now[0] += 2.0
+    clock.read()
+    assert progress.elapsed == 54.0 and clock.last == 56.5  # 54 at its own reading (t=1003), 2.5 s since
 
 
 class FivePairs:

@@ -145,6 +145,36 @@ def test_stages_switch_at_their_update_and_epoch_conditions_and_the_last_ends_th
     assert sorted(clean_lines) == sorted(list(range(60)) * 2)  # exactly two passes over clean in stage 2
 
 
+def run_timed_updates(order: MixOrder, count: int, seconds: float) -> list[tuple[int, float]]:
+    """(stage, elapsed) of `count` updates, each taking `seconds` of training time as the loop's agreed clock
+    counts it (`Progress.elapsed`, read by next_group before the update, then moved on)."""
+    stages_seen = []
+    for _ in range(count):
+        group = order.next_group()
+        if group is None:
+            break
+        stages_seen.append((order._pending[0]["stage"], order.progress.elapsed))
+        order.progress.elapsed += seconds
+        order.advance(group)
+        order.progress.step += 1
+    return stages_seen
+
+
+def test_a_stage_ends_after_its_training_time_and_a_resumed_run_switches_at_the_same_total_time():
+    data = fake_data({"clean": 60, "crawled": 40})
+    train = stages(({"crawled": 1}, {"time": "1m"}), ({"clean": 1}, {"time": 30}), ({"crawled": 1}, {}))
+    assert [stage.until.time for stage in train.stages] == [60.0, 30.0, 0.0]
+    whole = run_timed_updates(mix_order(data, train), 40, seconds=7.5)
+    assert [stage for stage, _ in whole] == [0] * 8 + [1] * 4 + [2] * 28  # 8 x 7.5 s = 60 s, then 4 x 7.5 = 30 s
+    assert whole[8][1] == 60.0 and whole[12][1] == 90.0
+    order = mix_order(data, train)
+    head = run_timed_updates(order, 10, seconds=7.5)  # stopped mid-stage 2: its clock started at 60 s
+    resumed = Progress()
+    resumed.restore(copy.deepcopy(vars(order.progress)))
+    assert resumed.elapsed == 75.0 and resumed.mix["stage_start_time"] == 60.0
+    assert head + run_timed_updates(mix_order(data, train, resumed), 30, seconds=7.5) == whole
+
+
 def test_next_group_moves_nothing_until_advance_and_saved_state_resumes_the_same_batches():
     data = fake_data({"clean": 60, "crawled": 40})
     train = stages(({"clean": 2, "crawled": 1}, {"updates": 9}), ({"crawled": 1}, {}), update_freq=2)
@@ -196,7 +226,9 @@ def test_a_corpus_without_a_pair_to_train_on_is_an_error_naming_it():
     ([{"mix": {"clean": 0}}], {}, "one at least is above 0"),
     ([{"mix": {"clean": 1}, "until": {"epochs": {"bt": 1}}}], {}, "until.epochs bt: 1.0: give passes above 0 of a"),
     ([{"mix": {"clean": 1}, "until": {"epochs": {"clean": 0}}}], {}, "until.epochs clean: 0.0"),
-    ([{"mix": {"clean": 1}}, {"mix": {"bt": 1}}], {}, "stage 1 of 2 has no until"),
+    ([{"mix": {"clean": 1}}, {"mix": {"bt": 1}}], {}, "stage 1 of 2 has no until (updates, epochs or time)"),
+    ([{"mix": {"clean": 1}, "until": {"time": "soon"}}], {}, "train.stages[0].until.time: cannot read duration"),
+    ([{"mix": {"clean": 1}, "until": {"time": -5}}], {}, "until.time: must be at least 0"),
     ([{"mix": {"clean": 1}}], {"max_epochs": 2}, "train.max_epochs"),
     ([{"mix": {"clean": "x"}}], {}, "train.stages[0].mix.clean"),
     ({"mix": {"clean": 1}}, {}, "train.stages: expected a list"),
@@ -269,3 +301,43 @@ def test_training_killed_mid_stage_resumes_with_the_batches_and_weights_of_an_un
     weights = torch.load(tmp_path / "whole" / "last.pt", weights_only=True)["model"]
     for name, value in torch.load(run / "last.pt", weights_only=True)["model"].items():
         torch.testing.assert_close(value, weights[name], rtol=1e-6, atol=1e-7)
+
+
+def test_two_processes_read_only_their_own_batches_of_each_corpus_and_switch_stages_together(corpora_run, tmp_path):
+    root, _ = corpora_run
+    data, records_dir = root / "data", tmp_path / "records"
+    records_dir.mkdir()
+    config = {"model": {**TINY_MODEL, "dropout": 0.0}, "train": {
+        "batch_tokens": 64, "warmup": 5, "log_every": 1, "valid_every": 100, "valid_bleu": False, "amp": "none",
+        "device": "cpu", "threads": 1, "seed": 3, "max_steps": 12,
+        "stages": [{"until": {"updates": 6}, "mix": {"clean": 0.7, "web": 0.3}}, {"mix": {"web": 1}}]}}
+    (tmp_path / "config.yaml").write_text(json.dumps(config))
+    script = Path(__file__).with_name("mix_ranks.py")
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+                             str(script), str(data), str(tmp_path / "config.yaml"), str(tmp_path / "run"),
+                             str(records_dir)], capture_output=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                            timeout=300)
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    ranks = [json.loads((records_dir / f"rank{rank}.json").read_text()) for rank in (0, 1)]
+    train = completed(build_config(config)).train
+    manifest = json.loads((data / "manifest.json").read_text())
+    replay = mix_order((ParallelData(data, "train", train.max_length), manifest), train, rank=0, size=2)
+    groups = run_updates(replay, 12)
+    assert [[update["stage"] for update in rank] for rank in ranks] == [[0] * 6 + [1] * 6] * 2  # switched together
+    assert [update["elapsed"] for update in ranks[0]] == [update["elapsed"] for update in ranks[1]]  # one clock
+    owner = {line: name for name, parts in corpus_ranges(manifest).items() for part in parts for line in part}
+    read_by = [{name: set() for name in ("clean", "web")} for _ in ranks]
+    for step, group in enumerate(groups):
+        for rank, updates in enumerate(ranks):
+            update = updates[step]
+            assert update["step"] == step + 1  # recorded once the update ran
+            assert sorted(update["src"]) == sorted(update["tgt"]) == sorted(group[rank])  # its own batch alone
+            for line in update["src"]:
+                read_by[rank][owner[line]].add(line)
+    for name in ("clean", "web"):  # each process read a part of every corpus, and not the other's lines
+        assert read_by[0][name] and read_by[1][name]
+    assert not read_by[0]["clean"] & read_by[1]["clean"]  # stage 1 takes less than one pass over clean
+    tokens = corpus_tokens(replay.train_data, manifest, groups[:6])
+    assert tokens["clean"] / sum(tokens.values()) == pytest.approx(0.7, abs=0.08)  # within a batch of its share
+    logged = [record for record in records(tmp_path / "run") if "shares" in record]
+    assert [record["shares"]["web"] for record in logged[6:]] == [1.0] * 6

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +19,7 @@ from nmtkit.data.prepare import load_subwords
 from nmtkit.data.prepare_corpora import prepare_corpora
 from nmtkit.errors import NmtkitError
 from nmtkit.run_config import build_config
+from nmtkit.training.bpe_dropout import BpeDropout
 from nmtkit.training.config import completed
 from nmtkit.training.modifiers import PLACEHOLDERS, PairModifier, insert_word, register_modifier, typos
 
@@ -88,8 +91,72 @@ def test_a_modifier_registered_twice_or_unknown_is_an_error():
     with pytest.raises(ValueError, match="registered twice"):
         register_modifier("uppercase")(lambda src, tgt, rng: (src, tgt))
     stage = {"mix": {"web": 1}, "modifiers": {"web": {"shout": 0.1}}}
-    with pytest.raises(NmtkitError, match="unknown modifier 'shout'; the modifiers are placeholder, titlecase"):
+    with pytest.raises(NmtkitError, match="unknown modifier 'shout'; the modifiers are bpe_dropout, placeholder"):
         completed(build_config({"train": {"stages": [stage], "batch_tokens": 64}}))
     stage = {"mix": {"web": 1}, "modifiers": {"web": {"uppercase": 1.5}}}
     with pytest.raises(NmtkitError, match="probabilities in"):
         completed(build_config({"train": {"stages": [stage], "batch_tokens": 64}}))
+
+
+@pytest.fixture(scope="module")
+def bpe_corpus(tmp_path_factory) -> Path:
+    """A bpe data directory (byte fallback on) of one corpus tagged <bt>, with spaces, digits, placeholders and a
+    character outside the vocabulary among its lines."""
+    root = tmp_path_factory.mktemp("bpe")
+    rng = random.Random(3)
+    words = ["".join(rng.choices("abcdefghijáéñ", k=rng.randint(1, 9))) for _ in range(400)]
+    lines = [" ".join(rng.choices(words, k=rng.randint(1, 20))) for _ in range(1500)]
+    lines[:4] = ["a  b   c", "x中y and %s", "{0} 12345 678", lines[4].upper()]
+    for side in ("src", "tgt"):
+        (root / f"bt.{side}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (root / "corpora.yaml").write_text(json.dumps([{"name": "bt", "src": "bt.src", "tgt": "bt.tgt", "tag": "<bt>"}]))
+    prepare_corpora(read_corpora(root / "corpora.yaml"), root / "data",
+                    DataConfig(subword="bpe", vocab_size=1100, min_words=0, max_ratio=0))
+    return root / "data"
+
+
+def test_bpe_dropout_without_dropout_is_sentencepieces_own_segmentation(bpe_corpus: Path):
+    data, subwords = ParallelData(bpe_corpus, "train"), load_subwords(bpe_corpus)
+    segment = BpeDropout(subwords[1])
+    for line in range(len(data.tgt)):
+        assert segment(data.tgt[line].tolist(), 0.0, np.random.default_rng(0)) == data.tgt[line].tolist()
+        assert segment(data.src[line].tolist(), 0.0, np.random.default_rng(0)) == data.src[line].tolist()  # <bt> too
+
+
+def test_bpe_dropout_samples_as_sentencepiece_does_the_same_way_for_the_same_seed_update_and_line(bpe_corpus: Path):
+    data, subwords, pairs = modified(bpe_corpus, {"bpe_dropout": 0.1}, lines=range(1400))
+    processor = subwords[0].processor
+    for line, (src, tgt) in enumerate(pairs):
+        assert src[0] == data.src[line][0] == processor.piece_to_id("<bt>")
+        assert processor.decode(src) == processor.decode(data.src[line].tolist())  # the same text
+        assert processor.decode(tgt) == processor.decode(data.tgt[line].tolist())
+    ours = np.mean([len(tgt) for _, tgt in pairs])
+    texts = [processor.decode(data.tgt[line].tolist()) for line in range(1400)]
+    theirs = np.mean([len(ids) for ids in processor.encode(texts, enable_sampling=True, alpha=0.1, nbest_size=-1)])
+    assert ours == pytest.approx(theirs, rel=0.08) and ours > 1.15 * np.mean(data.tgt.lengths())
+    assert modified(bpe_corpus, {"bpe_dropout": 0.1}, lines=range(1400))[2] == pairs
+    assert modified(bpe_corpus, {"bpe_dropout": 0.1}, step=1, lines=range(1400))[2] != pairs
+
+
+def test_bpe_dropout_follows_the_text_modifiers_and_needs_a_bpe_model(bpe_corpus: Path, tagged: Path):
+    data, subwords, pairs = modified(bpe_corpus, {"uppercase": 1.0, "bpe_dropout": 0.3}, lines=range(50))
+    for line, (_, tgt) in enumerate(pairs):
+        assert subwords[1].decode([tgt])[0] == subwords[1].decode([data.tgt[line].tolist()])[0].upper()
+    with pytest.raises(NmtkitError, match="bpe_dropout modifier needs a bpe subword model"):
+        modified(tagged, {"bpe_dropout": 0.1}, lines=range(1))
+
+
+def test_bpe_dropout_samples_the_same_in_another_process(bpe_corpus: Path):
+    """What resume needs, and what SentencePiece's own sampler does not give (its generator is not seeded alike in
+    another process): the same ids for the same generator seed."""
+    script = ("import sys, json, numpy as np; from pathlib import Path; from nmtkit.data.prepare import load_subwords;"
+              "from nmtkit.training.bpe_dropout import BpeDropout; data = Path(sys.argv[1]);"
+              "tokens, offsets = np.load(data / 'train.tgt.tok.npy'), np.load(data / 'train.tgt.off.npy');"
+              "segment = BpeDropout(load_subwords(data)[1]);"
+              "print(json.dumps([segment(tokens[offsets[line]:offsets[line + 1]].tolist(), 0.2,"
+              " np.random.default_rng([1, line])) for line in range(100)]))")
+    result = subprocess.run([sys.executable, "-c", script, str(bpe_corpus)], capture_output=True, check=True)
+    data, subwords = ParallelData(bpe_corpus, "train"), load_subwords(bpe_corpus)
+    segment = BpeDropout(subwords[1])
+    here = [segment(data.tgt[line].tolist(), 0.2, np.random.default_rng([1, line])) for line in range(100)]
+    assert json.loads(result.stdout) == here and here != [data.tgt[line].tolist() for line in range(100)]

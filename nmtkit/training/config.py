@@ -95,6 +95,6 @@ def check_stages(train) -> None:
         for chances in stage.modifiers.values():
             check_modifier_names(list(chances), "train.stages modifiers")
     for index, stage in enumerate(train.stages[:-1], 1):
-        if not (stage.until.updates or stage.until.epochs):
-            raise NmtkitError(f"train.stages: stage {index} of {len(train.stages)} has no until (updates or "
-                              "epochs), so the stages after it would never start")
+        if not (stage.until.updates or stage.until.epochs or stage.until.time):
+            raise NmtkitError(f"train.stages: stage {index} of {len(train.stages)} has no until (updates, epochs "
+                              "or time), so the stages after it would never start")

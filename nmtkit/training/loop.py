@@ -38,6 +38,26 @@ def budget_left(train: TrainConfig, progress: Progress) -> bool:
     return not (train.max_time and progress.elapsed >= train.max_time)
 
 
+class TrainingClock:
+    """The run's training time (`Progress.elapsed`, validation included), as rank 0 counts it. Each process reads its
+    clock at the end of an update; the next update's vote hands rank 0's reading to every process (`Trainer._loop`),
+    so that whatever reads the count (train.max_time, a stage's until.time, the linear schedule, late dropout)
+    reads the same value on every process. A resumed run goes on from the count saved in last.pt."""
+
+    def __init__(self, progress: Progress):
+        self.progress, self.last = progress, progress.elapsed
+        self.since = self.read_at = time.monotonic()
+
+    def read(self) -> None:
+        """This process's count now (`last`): the agreed seconds and those since they were agreed."""
+        self.read_at = time.monotonic()
+        self.last = self.progress.elapsed + self.read_at - self.since
+
+    def agree(self, seconds: float) -> None:
+        """Take `seconds`, rank 0's `last`, as the count at the moment of this process's last reading."""
+        self.progress.elapsed, self.since = seconds, self.read_at
+
+
 def new_window() -> dict:
     """The sums over the updates since the last training log record."""
     return {"loss": 0.0, "nll": 0.0, "grad_norm": 0.0, "tokens": 0, "updates": 0, "seconds": 0.0}
@@ -113,19 +133,20 @@ class Trainer:
         """Run updates until a budget is spent ('budget'), patience runs out ('patience') or a signal arrives (its
         name). Every process votes before each update, so that all of them stop at the same one."""
         train, world, progress = self.config.train, self.setup.world, self.progress
-        window, clock = new_window(), time.monotonic()
+        window, clock = new_window(), TrainingClock(progress)
         while (group := self.batches.next_group()) is not None:
             batches, weight = self.batches.local_batches(group)
             local_tokens = weight * sum(batch.num_tgt_tokens for batch in batches)
-            tokens, spent, signalled = world.sum(
-                [local_tokens, float(not budget_left(train, progress)), float(signals.received is not None)])
-            if signalled:
+            tokens, signalled, seconds = world.sum(
+                [local_tokens, float(signals.received is not None), clock.last if world.is_main else 0.0])
+            if signalled:  # elapsed stays what next_group read: a resumed run draws this group alike
                 return signals.received or "SIGTERM"
-            if spent:
+            clock.agree(seconds)
+            if not budget_left(train, progress):
                 return "budget"
             stats = self._train_one(batches, tokens, weight, window)
             self.batches.advance(group)
-            progress.elapsed, clock = progress.elapsed + time.monotonic() - clock, time.monotonic()
+            clock.read()
             if stats is None:
                 continue
             bar.update(1)
@@ -137,7 +158,6 @@ class Trainer:
                 if self.validator.validate():
                     log.info("no improvement in %d validations: stopping", train.patience)
                     return "patience"
-                progress.elapsed, clock = progress.elapsed + time.monotonic() - clock, time.monotonic()
         return "budget"
 
     def run(self) -> dict:

@@ -115,7 +115,7 @@ def corpus_lines(data: ParallelData, manifest: dict, names: list[str]) -> dict[s
 
 def fresh_mix_state(names: list[str]) -> dict:
     """The sampler's state at the start of a run: stage 0, each corpus at the start of its first pass."""
-    return {"stage": 0, "stage_start": 0, "passes_at_start": dict.fromkeys(names, 0.0),
+    return {"stage": 0, "stage_start": 0, "stage_start_time": 0.0, "passes_at_start": dict.fromkeys(names, 0.0),
             "tokens": dict.fromkeys(names, 0), "passes": dict.fromkeys(names, 0), "positions": dict.fromkeys(names, 0)}
 
 
@@ -159,14 +159,20 @@ class MixOrder(BatchOrder):
         return state["passes"][name] + state["positions"][name] / len(self.pass_batches(name, state["passes"][name]))
 
     def stage_over(self, state: dict) -> bool:
-        until = self.train.stages[state["stage"]].until
-        if until.updates and self.progress.step - state["stage_start"] >= until.updates:
+        """Whether the stage's `until` is met. Its time is the training time agreed before the previous update
+        (`Progress.elapsed`, saved in last.pt), the same on every process and in a resumed run."""
+        until, progress = self.train.stages[state["stage"]].until, self.progress
+        if until.updates and progress.step - state["stage_start"] >= until.updates:
+            return True
+        # a run saved before until.time existed has no stage_start_time: its stage clock starts with the run
+        if until.time and progress.elapsed - state.get("stage_start_time", 0.0) >= until.time:
             return True
         return bool(until.epochs) and all(self.passes_made(state, name) - state["passes_at_start"][name] >= passes
                                           for name, passes in until.epochs.items())
 
     def start_stage(self, state: dict, index: int) -> None:
-        state.update(stage=index, stage_start=self.progress.step, tokens=dict.fromkeys(self.names, 0),
+        state.update(stage=index, stage_start=self.progress.step, stage_start_time=self.progress.elapsed,
+                     tokens=dict.fromkeys(self.names, 0),
                      passes_at_start={name: self.passes_made(state, name) for name in self.names})
 
     def draw(self, state: dict, stage: StageConfig) -> tuple[str, np.ndarray]:

@@ -15,9 +15,11 @@ import numpy as np
 
 from nmtkit.data.subword import Subword
 from nmtkit.errors import NmtkitError
+from nmtkit.training.bpe_dropout import BpeDropout
 
 Modifier = Callable[[str, str, np.random.Generator], tuple[str, str]]  # (source, target, rng) -> the pair modified
 MODIFIERS: dict[str, Modifier] = {}
+BPE_DROPOUT = "bpe_dropout"  # segments ids anew rather than changing text: `nmtkit.training.bpe_dropout`
 PLACEHOLDERS = ("%s", "%d", "{0}", "{1}", "{name}", "%(count)d", "$1", "<b>", "</b>", "<br/>")
 
 
@@ -32,9 +34,10 @@ def register_modifier(name: str) -> Callable[[Modifier], Modifier]:
 
 
 def check_modifier_names(names: list[str], where: str) -> None:
+    known = sorted([*MODIFIERS, BPE_DROPOUT])
     for name in names:
-        if name not in MODIFIERS:
-            raise NmtkitError(f"{where}: unknown modifier {name!r}; the modifiers are {', '.join(sorted(MODIFIERS))}")
+        if name not in known:
+            raise NmtkitError(f"{where}: unknown modifier {name!r}; the modifiers are {', '.join(known)}")
 
 
 @register_modifier("uppercase")
@@ -82,15 +85,29 @@ def insert_word(text: str, token: str, where: float) -> str:
 
 
 class PairModifier:
-    """A corpus' modifiers (name -> probability) over pairs of subword ids."""
+    """A corpus' modifiers (name -> probability) over pairs of subword ids; bpe_dropout's probability is that of
+    skipping each merge, in every pair, after the text modifiers."""
 
     def __init__(self, subwords: tuple[Subword, Subword], probabilities: dict[str, float], seed: int):
         check_modifier_names(list(probabilities), "train.stages modifiers")
-        self.subwords, self.probabilities, self.seed = subwords, probabilities, seed
+        self.subwords, self.seed = subwords, seed
+        self.probabilities = {name: chance for name, chance in probabilities.items() if name != BPE_DROPOUT}
+        self.dropout = probabilities.get(BPE_DROPOUT, 0.0)
+        self.segmenters = None
+        if self.dropout:
+            source = BpeDropout(subwords[0])
+            self.segmenters = (source, source if subwords[1] is subwords[0] else BpeDropout(subwords[1]))
 
     def __call__(self, src: np.ndarray, tgt: np.ndarray, step: int, line: int) -> tuple[list[int], list[int]]:
         """The pair of line `line` as update `step` trains on it: each modifier applied with its probability."""
         rng = np.random.default_rng([self.seed, step, int(line)])
+        src_ids, tgt_ids = self.modify_text(src, tgt, rng)
+        if self.segmenters is None:
+            return src_ids, tgt_ids
+        return self.segmenters[0](src_ids, self.dropout, rng), self.segmenters[1](tgt_ids, self.dropout, rng)
+
+    def modify_text(self, src: np.ndarray, tgt: np.ndarray, rng: np.random.Generator) -> tuple[list[int], list[int]]:
+        """The pair through the text modifiers drawn for it: decoded, modified, encoded again (its tags kept)."""
         draws = rng.random(len(self.probabilities))  # one draw per modifier, whichever apply
         chosen = [name for name, draw in zip(self.probabilities, draws, strict=True) if draw < self.probabilities[name]]
         if not chosen:
