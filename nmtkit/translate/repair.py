@@ -37,17 +37,22 @@ def _insertion_point(text: str, offset: int | None) -> int:
 
 
 def insert_missing(text: str, missing: list[str], anchors: dict[str, int]) -> str:
-    """`text` with the `missing` symbols inserted (see the module's doc); those of one place in the given order,
-    side by side."""
+    """`text` with the `missing` symbols inserted (see the module's doc): a placeholder or an opening tag before
+    the word of its anchor, a closing tag at the end of the word before; those of one place side by side, in the
+    given order."""
     places: dict[int, list[str]] = {}
     for symbol in missing:
-        places.setdefault(_insertion_point(text, anchors.get(symbol)), []).append(symbol)
+        place = _insertion_point(text, anchors.get(symbol))
+        if _is_tag(symbol, True) and 0 < place < len(text) and text[place - 1].isspace():
+            place -= 1
+        places.setdefault(place, []).append(symbol)
     for place in sorted(places, reverse=True):
         run = "".join(places[place])
         if place == len(text):
-            text += (" " if text and not text[-1].isspace() and text[-1] != CLOSE else "") + run
+            glued = not text or text[-1].isspace() or text[-1] == CLOSE or _is_tag(run, True)
+            text += ("" if glued else " ") + run
         else:
-            text = text[:place] + run + (" " if not text[place].isspace() else "") + text[place:]
+            text = text[:place] + run + ("" if text[place].isspace() else " ") + text[place:]
     return text
 
 

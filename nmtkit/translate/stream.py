@@ -45,4 +45,4 @@ def translate_stream(translator: Translator, lines: Iterable[str], scores: bool 
         yield "".join(format_hypotheses(hyps, first_line - 1 + index, translator.decode.nbest, scores, links[index])
                       for index, hyps in enumerate(results))
         first_line += len(chunk)
-    translator.masking.counts.report()
+    translator.placeholder_counts.report()

@@ -97,6 +97,11 @@ class Translator:
         return self.engine.capabilities
 
     @property
+    def placeholder_counts(self) -> PlaceholderCounts:
+        """The lines translated that hold placeholders, and those repaired, over this translator's life."""
+        return self.masking.counts
+
+    @property
     def max_source(self) -> int:
         """The longest source the model reads, in subwords (EOS excluded)."""
         return self.engine.max_source
