@@ -81,25 +81,25 @@ class Masking:
         """A hypothesis of `line` with its placeholders' original text (as it is, with masking off)."""
         return text if self.patterns is None else restore(text, line.originals)
 
-    def keep(self, engine: Engine, lines: list[MaskedLine], sources: list[list[int]],
-             found: list[list[Hypothesis]], texts: list[list[str]]) -> list[list[str]]:
-        """`texts`, the decoded hypotheses `found` for masked `lines` (subword ids `sources`), each checked
-        (`nmtkit.placeholders.check`) and repaired where it lost or broke a placeholder, a missing one placed by
-        the `engine`'s attention (`repair.py`); counts the lines."""
+    def keep(self, engine: Engine, lines: list[MaskedLine], sources: list[list[int]], found: list[list[Hypothesis]],
+             decoded: list[list[tuple[str, float]]]) -> list[list[tuple[str, float]]]:
+        """The `decoded` (text, score) of the hypotheses `found` for masked `lines` (subword ids `sources`), each
+        text checked (`nmtkit.placeholders.check`) and repaired where it lost or broke a placeholder, a missing one
+        placed by the `engine`'s attention (`repair.py`); counts the lines."""
         if self.patterns is None:
-            return texts
+            return decoded
         failing = [(index, rank) for index, line in enumerate(lines) if symbols(line.text)
-                   for rank, text in enumerate(texts[index]) if not check(line.text, text).ok]
+                   for rank, (text, _) in enumerate(decoded[index]) if not check(line.text, text).ok]
         self.counts.lines += sum(1 for line in lines if symbols(line.text))
         self.counts.repaired += len({index for index, _ in failing})
-        texts = [list(hyps) for hyps in texts]
-        if failing:
-            weights = engine.attention([sources[index] for index, _ in failing],
-                                       [found[index][rank].tokens for index, rank in failing])
-            for (index, rank), rows in zip(failing, weights):
-                anchors = self.anchors(lines[index].text, sources[index], found[index][rank].tokens, rows)
-                texts[index][rank] = repair(lines[index].text, texts[index][rank], anchors)
-        return texts
+        decoded = [list(hyps) for hyps in decoded]
+        weights = engine.attention([sources[index] for index, _ in failing],
+                                   [found[index][rank].tokens for index, rank in failing]) if failing else []
+        for (index, rank), rows in zip(failing, weights):
+            text, score = decoded[index][rank]
+            anchors = self.anchors(lines[index].text, sources[index], found[index][rank].tokens, rows)
+            decoded[index][rank] = (repair(lines[index].text, text, anchors), score)
+        return decoded
 
     def anchors(self, source: str, source_ids: list[int], tokens: list[int],
                 weights: list[list[float]]) -> dict[str, int]:

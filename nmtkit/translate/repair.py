@@ -3,9 +3,10 @@ asks holds for every line an engine returns, whether or not its search guarantee
 its search; nmtkit's own search may be told not to): each symbol of the source exactly once, no other symbol, no
 stray bracket, and tag pairs opened before they close and properly nested.
 
-The repair changes as little as it can: a missing symbol is inserted before the word where the model's attention
-puts it (`anchors`: the character offset of the target token that attends most to the symbol's source token), else
-at the end of the line; of a symbol written twice the first stays; a symbol the source lacks and a stray bracket are
+The repair changes as little as it can: a missing symbol is inserted where the model's attention puts it
+(`anchors`: the character offset of the target token that attends most to the symbol's source token), a
+placeholder or an opening tag before that word, a closing tag at the end of the word before it; without an anchor,
+at the end of the line. Of a symbol written twice the first stays; a symbol the source lacks and a stray bracket are
 removed; a pair closed before it opens has its two symbols swapped, and a pair that closes while pairs opened inside
 it are still open closes those first, there.
 """
@@ -22,6 +23,14 @@ STRAY = re.compile(f"[{OPEN}{CLOSE}]")
 def symbols(text: str) -> list[str]:
     """The symbols of a masked text, in order."""
     return [match.group() for match in SYMBOL.finditer(text)]
+
+
+def _is_tag(part: str, closing: bool) -> bool:
+    return part.startswith(f"{OPEN}/" if closing else f"{OPEN}t")
+
+
+def _partner(symbol: str) -> str:
+    return symbol.replace(f"{OPEN}/", OPEN) if _is_tag(symbol, True) else symbol.replace(OPEN, f"{OPEN}/")
 
 
 def _insertion_point(text: str, offset: int | None) -> int:
@@ -79,14 +88,6 @@ def _keep(parts: list[str], wanted: set[str]) -> list[str]:
         else:
             kept[-1] += after
     return kept
-
-
-def _is_tag(part: str, closing: bool) -> bool:
-    return part.startswith(f"{OPEN}/" if closing else f"{OPEN}t")
-
-
-def _partner(symbol: str) -> str:
-    return symbol.replace(f"{OPEN}/", OPEN) if _is_tag(symbol, True) else symbol.replace(OPEN, f"{OPEN}/")
 
 
 def _nest(parts: list[str]) -> list[str]:

@@ -197,10 +197,10 @@ class Translator:
                     log.warning("line %d: its constraints cannot all be met within the length limit; translated "
                                 "without them", first_line + row)
                 outputs[row] = [(next(decoded), hyp.score) for hyp in hyps]
-            kept = self.masking.keep(self.engine, [masked[row] for row in rows], [ids[row] for row in rows], found,
-                                     [[text for text, _ in outputs[row]] for row in rows])
-            for row, texts in zip(rows, kept):
-                outputs[row] = [(text, score) for text, (_, score) in zip(texts, outputs[row])]
+            checked = self.masking.keep(self.engine, [masked[row] for row in rows], [ids[row] for row in rows], found,
+                                        [outputs[row] for row in rows])
+            for row, hyps in zip(rows, checked):
+                outputs[row] = hyps
         return outputs
 
     @property
