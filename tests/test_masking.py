@@ -26,6 +26,7 @@ from nmtkit.data.subword import train_subword
 from nmtkit.errors import NmtkitError
 from nmtkit.export.ctranslate2 import export_model
 from nmtkit.hypotheses import Hypothesis
+from nmtkit.inputs import Request
 from nmtkit.placeholders import find_units, load_patterns, reserved_symbols
 from nmtkit.registry import build_model
 from nmtkit.run_config import build_config
@@ -109,7 +110,7 @@ def test_placeholders_none_translates_as_a_model_without_them(models):
     plain = Translator.load(models.unmasked, "cpu", 1).translate(lines)
     assert Translator.load(models.unmasked, "cpu", 1, placeholders="none").translate(lines) == plain
     with_none = Translator.load(models.masked, "cpu", 1, placeholders="none")
-    assert with_none.encode([SimpleNamespace(text=line, tgt_lang="") for line in lines]) == \
+    assert with_none.encode([Request(line) for line in lines]) == \
         [with_none.loaded.src_subword.encode([line])[0] for line in lines]
     assert with_none.placeholder_counts.lines == 0
 
@@ -117,7 +118,7 @@ def test_placeholders_none_translates_as_a_model_without_them(models):
 def test_an_export_carries_the_rule_and_masks_as_its_checkpoint(models):
     assert json.loads((models.exported / "nmtkit.json").read_text())["placeholders"]["families"] == \
         PATTERNS.as_dict()
-    requests = [SimpleNamespace(text=line, tgt_lang="") for line in LINES]
+    requests = [Request(line) for line in LINES]
     checkpoint, exported = Translator.load(models.masked, "cpu"), Translator.load(models.exported, "cpu")
     symbol = checkpoint.loaded.src_subword.processor.piece_to_id("｟ph1｠")
     assert exported.encode(requests) == checkpoint.encode(requests)
@@ -129,7 +130,7 @@ class EchoEngine:
     """Writes its source back without the symbols of `drop` (and the lone "▁" before one); each target token
     attends to the source token it copies, and half as much to those dropped just before that one."""
 
-    name, capabilities, max_source = "Echo", Capabilities(), 64
+    name, capabilities, max_source = "Echo", Capabilities(alignments=True), 64
 
     def __init__(self, loaded, decode: DecodeConfig, drop: tuple[str, ...] = ()):
         self.loaded, self.decode = loaded, decode
@@ -145,6 +146,10 @@ class EchoEngine:
 
     def search(self, sources, constraints, check):
         return [[Hypothesis([ids[position] for position in self.copied(ids)], 0.0)] for ids in sources]
+
+    def align(self, lines, translations):
+        return [" ".join(f"{i}-{i}" for i in range(min(len(line.split()), len(translation.split()))))
+                for line, translation in zip(lines, translations)]
 
     def attention(self, sources, targets):
         matrices = []
@@ -190,6 +195,15 @@ def test_alignments_index_the_original_words(models):
         for link in links.split():
             source, target = map(int, link.split("-"))
             assert source < len(line.split()) and target < len(translation.split())
+
+
+def test_links_of_masked_words_are_links_of_their_original_words(loaded):
+    translator = Translator(EchoEngine(loaded, DecodeConfig()))
+    line = 'open <a href="x y">here</a> %s'  # masked: open ｟t1｠here｟/t1｠ ｟ph1｠
+    assert translator.translate_aligned([Request(line)]) == \
+        ([[(line, 0.0)]], ["0-0 1-1 1-2 1-3 2-1 2-2 2-3 3-1 3-2 3-3 4-4"])
+    unmasked = Translator(EchoEngine(loaded, DecodeConfig(placeholders="none")))
+    assert unmasked.translate_aligned([Request("open ｟ph1｠ here")])[1] == ["0-0 1-1 2-2"]
 
 
 def test_word_map_follows_placeholders_with_spaces_inside():

@@ -81,6 +81,13 @@ class Masking:
         """A hypothesis of `line` with its placeholders' original text (as it is, with masking off)."""
         return text if self.patterns is None else restore(text, line.originals)
 
+    def original_links(self, links: str, line: MaskedLine, translation: str) -> str:
+        """Pharaoh `links` between masked `line` and its masked `translation` as links between their original
+        words (`word_map`); as they are with masking off."""
+        if self.patterns is None:
+            return links
+        return map_links(links, word_map(line.text, line.originals), word_map(translation, line.originals))
+
     def keep(self, engine: Engine, lines: list[MaskedLine], sources: list[list[int]], found: list[list[Hypothesis]],
              decoded: list[list[tuple[str, float]]]) -> list[list[tuple[str, float]]]:
         """The `decoded` (text, score) of the hypotheses `found` for masked `lines` (subword ids `sources`), each

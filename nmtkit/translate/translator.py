@@ -23,7 +23,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.hypotheses import Hypothesis
 from nmtkit.inputs import Request
 from nmtkit.translate.engine import Capabilities, Engine, LoadedFiles, check_tags, override_decode
-from nmtkit.translate.masking import MaskedLine, Masking, PlaceholderCounts, map_links, word_map
+from nmtkit.translate.masking import MaskedLine, Masking, PlaceholderCounts
 
 if TYPE_CHECKING:
     from nmtkit.constraints import Constraints
@@ -241,7 +241,7 @@ class Translator:
         masked = [self.masking.mask(request.text) for request in requests]
         found = self._translate_masked(requests, masked, first_line, None)
         best = [hyps[0][0] for hyps in found]
-        links = [map_links(pairs, word_map(line.text, line.originals), word_map(text, line.originals))
+        links = [self.masking.original_links(pairs, line, text)
                  for pairs, line, text in zip(self.engine.align([line.text for line in masked], best), masked, best)]
         return self._restored(masked, found), links
 
