@@ -93,6 +93,7 @@ def test_a_malformed_pattern_file_is_a_one_line_error_from_translate(models, tmp
     assert_error(nmtkit("translate", "-m", str(models.masked), "--placeholders", str(patterns), stdin="a\n"),
                  f"{patterns}:2", "broken", "bad regular expression")
     assert_error(nmtkit("translate", "-m", str(models.masked), "--placeholders", "autoo", stdin="a\n"), "autoo")
+    assert_error(nmtkit("serve", "-m", str(models.masked), "--placeholders", str(patterns)), f"{patterns}:2")
 
 
 def test_every_translation_holds_its_sources_placeholders(models):
@@ -226,7 +227,7 @@ def test_translate_says_how_many_lines_were_repaired(models):
     assert (said in result.stderr) == (counts.repaired > 0), result.stderr
 
 
-def test_serve_applies_the_rule_the_python_api_applies(models):
+def test_serve_applies_the_rule_the_python_api_applies(models, caplog):
     translator = Translator.load(models.masked, "cpu", 1)
     sentences = [line for line in LINES if line]
 
@@ -238,3 +239,6 @@ def test_serve_applies_the_rule_the_python_api_applies(models):
     answer = asyncio.run(main())
     assert answer["translations"] == Translator.load(models.masked, "cpu", 1).translate(sentences)
     assert all(kept(line, text) for line, text in zip(sentences, answer["translations"]))
+    repaired = translator.placeholder_counts.repaired
+    said = f"{repaired} of {len(sentences)} sentences lost or broke placeholders; repaired"
+    assert (said in caplog.text) == (repaired > 0), caplog.text
