@@ -19,9 +19,11 @@ import pytest
 import torch
 from aiohttp.test_utils import TestClient, TestServer
 from cli_runner import assert_error, nmtkit
+from letter_task import letter_lines, train_tiny
 
 from nmtkit.checkpoint import make_payload, save_atomic
 from nmtkit.config import DataConfig, DecodeConfig
+from nmtkit.data.prepare import SplitFiles, prepare_data
 from nmtkit.data.subword import train_subword
 from nmtkit.errors import NmtkitError
 from nmtkit.export.ctranslate2 import export_model
@@ -114,6 +116,36 @@ def test_placeholders_none_translates_as_a_model_without_them(models):
     assert with_none.encode([Request(line) for line in lines]) == \
         [with_none.loaded.src_subword.encode([line])[0] for line in lines]
     assert with_none.placeholder_counts.lines == 0
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> tuple[Path, Path]:
+    """(checkpoint, export) of a tiny Transformer trained for a few steps on letters with placeholders among them
+    (lower -> upper case, the placeholders as they are), prepared with placeholders=auto."""
+    root = tmp_path_factory.mktemp("trained")
+    rng = random.Random(1)
+    pairs = []
+    for line in letter_lines(260, seed=0):
+        words = line.split()
+        words.insert(rng.randint(0, len(words)), rng.choice(["%s", "{0}", "<b>", "&amp;", "$HOME"]))
+        pairs.append((" ".join(words), " ".join(word if word[0] in "%{<&$" else word.upper() for word in words)))
+    for side, texts in (("src", [src for src, _ in pairs]), ("tgt", [tgt for _, tgt in pairs])):
+        (root / f"train.{side}").write_text("\n".join(texts) + "\n", encoding="utf-8")
+    prepare_data({"train": SplitFiles(root / "train.src", root / "train.tgt")}, root / "data",
+                 DataConfig(subword="bpe", vocab_size=100, placeholders="auto"))
+    checkpoint = train_tiny(root / "data", root / "run", steps=10)  # outputs are not compared
+    export_model(checkpoint, root / "ct2")
+    return checkpoint, root / "ct2"
+
+
+def test_a_model_trained_with_placeholders_masks_alike_as_checkpoint_and_export(trained):
+    lines = ["a %s b", "<b>c</b> d {0} e &amp;", "f g h"]
+    requests = [Request(line) for line in lines]
+    checkpoint, exported = (Translator.load(path, "cpu", 1) for path in trained)
+    assert checkpoint.masking.patterns.as_dict() == exported.masking.patterns.as_dict() == PATTERNS.as_dict()
+    assert exported.encode(requests) == checkpoint.encode(requests)
+    for translator in (checkpoint, exported):
+        assert all(kept(line, text) for line, text in zip(lines, translator.translate(lines)))
 
 
 def test_an_export_carries_the_rule_and_masks_as_its_checkpoint(models):
