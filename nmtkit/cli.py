@@ -292,7 +292,7 @@ def export(
 @app.command()
 @handle_errors
 @config_options("settings", ServeConfig)
-@config_options("decode", DecodeConfig, only=("beam",), given_only=True)
+@config_options("decode", DecodeConfig, only=("beam", "placeholders"), given_only=True)
 def serve(
     model: Annotated[Path, typer.Option("--model", "-m", help="checkpoint, or a directory written by nmtkit export")],
     *,

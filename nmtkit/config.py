@@ -218,6 +218,11 @@ class DecodeConfig:
     tgt_lang: str = option("", "target language of a multilingual model (its tag starts every source)")
     tag: str = option("", "corpus tag (such as <bt>) to start every source with, one the model was trained with "
                           "(prepare --corpora); none is added without it")
+    placeholders: str = option(
+        "model", "placeholders and markup (printf directives, format fields, tags, entities...) masked to reserved "
+        "symbols before translation and restored, byte for byte and each exactly once, after it: model (the rule "
+        "the model's data was prepared with; none for a model prepared without), auto (every built-in family), none "
+        "(translate the text as it is) or a pattern file (see docs/translate.md)")
     dtype: Literal["float32", "float16", "bfloat16"] = option("float32", "weights and activations when translating")
     batch_tokens: int = option(6000, "source-token budget per translation batch")
     buffer_size: int = option(2000, "lines read before sorting by length and translating")

@@ -105,4 +105,4 @@ def load_models(paths: list[Path], device: torch.device, average: int = 0) -> Lo
         return loaded[0]
     first = loaded[0]
     return LoadedModel(first.config, Ensemble([item.model for item in loaded]).eval(),
-                       first.src_subword, first.tgt_subword, first.langs, first.tags)
+                       first.src_subword, first.tgt_subword, first.langs, first.tags, first.placeholders)

@@ -28,6 +28,7 @@ from nmtkit.data.dataset import encode_sources
 from nmtkit.data.subword import EOS
 from nmtkit.errors import NmtkitError
 from nmtkit.export.ctranslate2 import export_model, model_spec
+from nmtkit.inputs import Request
 from nmtkit.modules.embeddings import sinusoidal_table
 from nmtkit.registry import build_model
 from nmtkit.run_config import build_config
@@ -297,7 +298,7 @@ def test_python_api_and_its_errors(pre_norm):
     with pytest.raises(NmtkitError, match="alone"):
         Translator.load([directory, checkpoint])
     with pytest.raises(NmtkitError, match="alignment"):
-        translator.alignments(["a"], ["A"])
+        translator.translate_aligned([Request("a")])
     with pytest.raises(NmtkitError, match="not a model exported"):
         Translator.load(checkpoint.parent)
 

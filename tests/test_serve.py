@@ -29,6 +29,7 @@ from nmtkit.export.ctranslate2 import export_model
 from nmtkit.inputs import Request
 from nmtkit.serve.app import BadRequest, ServeConfig, Service, make_app, parse_request
 from nmtkit.translate.engine import Capabilities
+from nmtkit.translate.masking import PlaceholderCounts
 
 
 @pytest.fixture(scope="module")
@@ -175,6 +176,7 @@ class EchoTranslator:
 
     max_source = 50
     capabilities = Capabilities(constraints=True)
+    placeholder_counts = PlaceholderCounts()
     engine = SimpleNamespace(name="Echo")
 
     def __init__(self, options: dict | None = None, calls: list | None = None):

@@ -21,6 +21,7 @@ from nmtkit.serve.requests import BadRequest, RequestLimits, parse_body, parse_r
 from nmtkit.translate import Translator
 from nmtkit.translate.ctranslate2_engine import CTranslate2Engine
 from nmtkit.translate.engine import Capabilities
+from nmtkit.translate.masking import PlaceholderCounts
 
 
 class StepTranslator:
@@ -30,6 +31,7 @@ class StepTranslator:
 
     max_source = 50
     capabilities = Capabilities(constraints=True)
+    placeholder_counts = PlaceholderCounts()
 
     def __init__(self, options: dict | None = None, step_check=None, step_seconds: float = 0.01):
         self.options, self.step_check, self.step_seconds = options or {}, step_check, step_seconds
@@ -239,7 +241,7 @@ def test_a_ctranslate2_engine_checks_before_each_call():
 
 def test_the_translator_hands_its_step_check_to_its_engine():
     seen = []
-    engine = SimpleNamespace(decode=DecodeConfig(), loaded=SimpleNamespace(tags={}),
+    engine = SimpleNamespace(decode=DecodeConfig(), loaded=SimpleNamespace(tags={}, placeholders=None),
                              search=lambda sources, constraints, check: seen.append(check) or [[]] * len(sources))
     translator = Translator(engine)
 

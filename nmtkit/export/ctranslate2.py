@@ -15,7 +15,8 @@ between nmtkit and other toolkits, and so break their converters, are settled he
 - output layer: nmtkit's has no bias, tied to the target embedding or not; attention for the coverage penalty is
   the last decoder layer's averaged over all heads (`alignment_heads=0`), as nmtkit's.
 
-The directory also holds the SentencePiece model(s) and `nmtkit.json` (config, languages, decode defaults), so it
+The directory also holds the SentencePiece model(s) and `nmtkit.json` (config, languages, decode defaults, the
+placeholder masking of the training data, which translation applies by default), so it
 alone is enough to translate (`nmtkit.translate.exported` reads it, `nmtkit.translate.ctranslate2_engine` searches
 it); with `--shortlist DATA`, also a vocabulary shortlist built from the training data (`vmap.txt`,
 `nmtkit.export.shortlist`), which `nmtkit translate` then uses.
@@ -158,7 +159,7 @@ def manifest(loaded: LoadedModel, quantization: str, shortlist: dict | None = No
             "quantization": quantization, "config": to_dict(loaded.config),
             "subword": {"src": SOURCE_SUBWORD, "tgt": SOURCE_SUBWORD if joint else TARGET_SUBWORD, "joint": joint},
             "langs": {"src": loaded.langs[0], "tgt": loaded.langs[1], "tags": dict(loaded.tags)},
-            **({"shortlist": shortlist} if shortlist else {})}
+            "placeholders": loaded.placeholders, **({"shortlist": shortlist} if shortlist else {})}
 
 
 def current_umask() -> int:

@@ -194,6 +194,7 @@ class Service:
         budget = self.config.time_budget
         check = functools.partial(self.check_budget, time.monotonic() + budget)
         translator = self.variant(jobs[0].options).with_step_check(check)
+        repaired = translator.placeholder_counts.repaired
         try:
             results = await asyncio.get_running_loop().run_in_executor(
                 None, translator.translate_requests, lines, 1, sources)
@@ -208,6 +209,9 @@ class Service:
             self.fail(jobs, TranslationFailed)
             return
         self.requests, self.calls = self.requests + len(jobs), self.calls + 1
+        if translator.placeholder_counts.repaired > repaired:
+            log.warning("%d of %d sentences lost or broke placeholders; repaired",
+                        translator.placeholder_counts.repaired - repaired, len(lines))
         start = 0
         for job in jobs:
             if not job.done.done():  # a client that went away cancelled its future

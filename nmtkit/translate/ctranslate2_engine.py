@@ -172,7 +172,8 @@ class CTranslate2Model:
 
         src, tgt = exported.src_subword.processor, exported.tgt_subword.processor
         self.src_pieces = [src.id_to_piece(index) for index in range(src.get_piece_size())]
-        self.tgt_ids = {tgt.id_to_piece(index): index for index in range(tgt.get_piece_size())}
+        self.tgt_pieces = [tgt.id_to_piece(index) for index in range(tgt.get_piece_size())]
+        self.tgt_ids = {piece: index for index, piece in enumerate(self.tgt_pieces)}
         self.eos_piece = tgt.id_to_piece(EOS)
         self.device, index = ct2_device(device)
         if inter_threads < 1:
@@ -199,6 +200,17 @@ class CTranslate2Model:
         except RuntimeError as error:  # a CUDA library missing or out of memory: one line, not a traceback
             raise NmtkitError(f"CTranslate2 failed to translate on {self.device}: {error}") from error
         return [(result.hypotheses, result.scores) for result in results]
+
+    def attention(self, sources: list[list[str]], targets: list[list[str]]) -> list[list[list[float]]]:
+        """The attention of each target piece over the source pieces, the target forced as a prefix (and one step
+        beyond it, whose row is CTranslate2's to choose)."""
+        try:
+            results = self.translator.translate_batch(
+                sources, target_prefix=targets, return_attention=True, beam_size=1, max_input_length=0,
+                max_decoding_length=max(map(len, targets), default=0) + 1)
+        except RuntimeError as error:
+            raise NmtkitError(f"CTranslate2 failed to translate on {self.device}: {error}") from error
+        return [result.attention[0] for result in results]
 
     def score(self, sources: list[list[str]], targets: list[list[str]]) -> list[float]:
         """log P(targets + EOS | sources), teacher-forced by CTranslate2 (which appends the EOS to a target that
@@ -354,3 +366,7 @@ class CTranslate2Engine:
         elif not self.decode.coverage_penalty:
             score = self.length_penalty(log_prob, len(pieces) + 1)
         return Hypothesis([self.model.tgt_ids[piece] for piece in pieces], score, log_prob)
+
+    def attention(self, sources: list[list[int]], targets: list[list[int]]) -> list[list[list[float]]]:
+        pieces = self.model.tgt_pieces
+        return self.model.attention(self.model.pieces(sources), [[pieces[index] for index in ids] for ids in targets])

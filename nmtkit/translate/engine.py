@@ -49,6 +49,7 @@ class LoadedFiles(Protocol):
     tgt_subword: Subword
     langs: tuple[str | None, str | None]
     tags: dict[str, int]  # a multilingual model's target languages and their tag ids
+    placeholders: dict | None  # the placeholder masking of its training data (`prepare`'s record); None: none
 
 
 class Engine(Protocol):
@@ -74,3 +75,8 @@ class Engine(Protocol):
 
     def align(self, lines: list[str], translations: list[str]) -> list[str]:
         """Pharaoh word links of each line and its translation (only where `capabilities.alignments`)."""
+
+    def attention(self, sources: list[list[int]], targets: list[list[int]]) -> list[list[list[float]]]:
+        """The model's attention when teacher-forced on each (source, target) pair of ids: a row over the source
+        tokens for each target token (and maybe more, for EOS); no rows for a model without attention. Places a
+        placeholder that a translation lost (`nmtkit.translate.repair`)."""

@@ -29,6 +29,7 @@ class ExportedModel:
     quantization: str
     tags: dict[str, int] = field(default_factory=dict)  # a multilingual model's target languages and their tag ids
     shortlist: bool = False  # searched over a vocabulary shortlist (`nmtkit.export.shortlist`)
+    placeholders: dict | None = None  # the checkpoint's placeholder masking (its training data's); None: none
 
 
 def is_exported(path: Path) -> bool:
@@ -59,4 +60,4 @@ def load_exported(directory: Path) -> ExportedModel:
     decode = from_dict(DecodeConfig, config.get("decode") or {}, "decode.")
     return ExportedModel(directory, decode, max_positions, src_subword, tgt_subword,
                          (langs.get("src"), langs.get("tgt")), info.get("quantization", "?"), langs.get("tags") or {},
-                         shortlist)
+                         shortlist, info.get("placeholders"))

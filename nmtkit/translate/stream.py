@@ -32,14 +32,17 @@ def translate_stream(translator: Translator, lines: Iterable[str], scores: bool 
 
     Lines are read as `input_format` (`nmtkit.inputs`; `source` names the input in errors). With `alignment`, each
     best translation is followed by ` ||| i-j ...` word links (source word first), taken from the model's attention
-    when it is teacher-forced on its own translation."""
+    when it is teacher-forced on its own translation. At the end, how many lines lost or broke their placeholders
+    (and were repaired) is logged."""
     iterator = iter(lines)
     first_line = 1
     while chunk := [line.rstrip("\r\n") for line in islice(iterator, translator.decode.buffer_size)]:
         requests = parse_requests(chunk, input_format, source, first_line)
-        results = translator.translate_requests(requests, first_line)
-        texts = [request.text for request in requests]
-        links = translator.alignments(texts, [hyps[0][0] for hyps in results]) if alignment else [None] * len(chunk)
+        if alignment:
+            results, links = translator.translate_aligned(requests, first_line)
+        else:
+            results, links = translator.translate_requests(requests, first_line), [None] * len(chunk)
         yield "".join(format_hypotheses(hyps, first_line - 1 + index, translator.decode.nbest, scores, links[index])
                       for index, hyps in enumerate(results))
         first_line += len(chunk)
+    translator.placeholder_counts.report()

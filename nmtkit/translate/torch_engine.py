@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from nmtkit.align.attention import align_translations
+from nmtkit.align.attention import align_translations, teacher_forced_attention
 from nmtkit.align.links import format_pharaoh
 from nmtkit.checkpoint import LoadedModel
 from nmtkit.config import DecodeConfig
@@ -110,3 +110,10 @@ class TorchEngine:
     def align(self, lines: list[str], translations: list[str]) -> list[str]:
         links = align_translations(self.loaded, lines, translations, self.device)
         return [format_pharaoh(pair) for pair in links]
+
+    def attention(self, sources: list[list[int]], targets: list[list[int]]) -> list[list[list[float]]]:
+        model = self.loaded.model
+        if not model.has_attention:
+            return [[] for _ in sources]
+        with model.chosen_attention(None, None):
+            return [matrix.tolist() for matrix in teacher_forced_attention(model, sources, targets, self.device)]

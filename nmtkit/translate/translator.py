@@ -1,7 +1,7 @@
 """The translation pipeline, over any engine (`nmtkit.translate.engine`): each request's text to subword ids (with a
 multilingual model's target-language tag, truncated to what the model reads), length-sorted batches, the engine's
-search, and the hypotheses back to text. Placeholders (recognised, masked and restored around the search) will be
-a step of this pipeline, in `placeholders.py`.
+search, and the hypotheses back to text. Placeholders are masked before the subwords and checked, repaired and
+restored after decoding (`masking.py`, `repair.py`).
 
 This module imports no torch: translating with an exported model (CTranslate2) starts in 0.3 s instead of 2.
 """
@@ -23,6 +23,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.hypotheses import Hypothesis
 from nmtkit.inputs import Request
 from nmtkit.translate.engine import Capabilities, Engine, LoadedFiles, check_tags, override_decode
+from nmtkit.translate.masking import MaskedLine, Masking, PlaceholderCounts
 
 if TYPE_CHECKING:
     from nmtkit.constraints import Constraints
@@ -70,6 +71,7 @@ class Translator:
     def __init__(self, engine: Engine):
         check_tags(engine.decode, engine.loaded)
         self.engine = engine
+        self.masking = Masking(engine.decode.placeholders, engine.loaded, PlaceholderCounts())
 
     @classmethod
     def load(cls, path: str | Path | list[str | Path], device: str = "auto", threads: int | None = None,
@@ -95,6 +97,11 @@ class Translator:
         return self.engine.capabilities
 
     @property
+    def placeholder_counts(self) -> PlaceholderCounts:
+        """The lines translated that hold placeholders, and those repaired, over this translator's life."""
+        return self.masking.counts
+
+    @property
     def max_source(self) -> int:
         """The longest source the model reads, in subwords (EOS excluded)."""
         return self.engine.max_source
@@ -105,6 +112,8 @@ class Translator:
         check_tags(decode, self.loaded)
         variant = copy.copy(self)
         variant.engine = self.engine.with_decode(decode)
+        if decode.placeholders != self.decode.placeholders:
+            variant.masking = Masking(decode.placeholders, self.loaded, self.masking.counts)
         return variant
 
     def with_step_check(self, check: Callable[[], None]) -> Translator:
@@ -115,11 +124,14 @@ class Translator:
         variant.step_check = check
         return variant
 
-    def encode(self, requests: list[Request], where: str = "line", first: int = 1) -> list[list[int]]:
+    def encode(self, requests: list[Request], where: str = "line", first: int = 1,
+               masked: list[MaskedLine] | None = None) -> list[list[int]]:
         """Each request's source ids: its target-language tag (`source_tag`; errors name `where` and the request's
-        number, counted from `first`), the corpus tag of `--tag` if any (`nmtkit.data.tags`), and its text's subwords
-        as written, not truncated."""
-        ids = self.loaded.src_subword.encode([request.text for request in requests])
+        number, counted from `first`), the corpus tag of `--tag` if any (`nmtkit.data.tags`), and the subwords of its
+        text as written, placeholders masked (`masked`: the requests' `Masking.mask`, when the caller has it), not
+        truncated."""
+        masked = [self.masking.mask(request.text) for request in requests] if masked is None else masked
+        ids = self.loaded.src_subword.encode([line.text for line in masked])
         corpus_tag = tag_ids(self.decode.tag, self.loaded.src_subword, self.loaded.tags)  # after the language tag
         return [source_tag(request.tgt_lang or self.decode.tgt_lang, self.loaded, f"{where} {first + index}")
                 + corpus_tag + seq for index, (request, seq) in enumerate(zip(requests, ids))]
@@ -152,12 +164,23 @@ class Translator:
     def translate_requests(self, requests: list[Request], first_line: int = 1,
                            sources: list[list[int]] | None = None) -> list[list[tuple[str, float]]]:
         """(text, score) hypotheses per request, best first, meeting its constraints where they can be met (a
-        warning names the lines where they cannot); an empty text gives one empty hypothesis. `sources`: the
-        requests' ids from `encode`, when the caller has them already."""
+        warning names the lines where they cannot) and holding its placeholders (see `masking.py`); an empty text
+        gives one empty hypothesis. `sources`: the requests' ids from `encode`, when the caller has them already."""
+        masked = [self.masking.mask(request.text) for request in requests]
+        return self._restored(masked, self._translate_masked(requests, masked, first_line, sources))
+
+    def _restored(self, masked: list[MaskedLine],
+                  found: list[list[tuple[str, float]]]) -> list[list[tuple[str, float]]]:
+        return [[(self.masking.restore(text, line), score) for text, score in hyps]
+                for line, hyps in zip(masked, found)]
+
+    def _translate_masked(self, requests: list[Request], masked: list[MaskedLine], first_line: int,
+                          sources: list[list[int]] | None) -> list[list[tuple[str, float]]]:
+        """`translate_requests`' hypotheses, masked, each checked (and repaired where it fails)."""
         for index, request in enumerate(requests):
             if "\ufffd" in request.text:
                 log.warning("line %d: invalid UTF-8 replaced by U+FFFD", first_line + index)
-        sources = self.encode(requests, "line", first_line) if sources is None else sources
+        sources = self.encode(requests, "line", first_line, masked) if sources is None else sources
         ids = [self._truncate(seq, first_line + index) for index, seq in enumerate(sources)]
         constraints = [self._constraints(request, first_line + index) for index, request in enumerate(requests)]
         outputs: list[list[tuple[str, float]]] = [[("", 0.0)] for _ in requests]
@@ -174,6 +197,10 @@ class Translator:
                     log.warning("line %d: its constraints cannot all be met within the length limit; translated "
                                 "without them", first_line + row)
                 outputs[row] = [(next(decoded), hyp.score) for hyp in hyps]
+            checked = self.masking.keep(self.engine, [masked[row] for row in rows], [ids[row] for row in rows], found,
+                                        [outputs[row] for row in rows])
+            for row, hyps in zip(rows, checked):
+                outputs[row] = hyps
         return outputs
 
     @property
@@ -204,11 +231,19 @@ class Translator:
         with ThreadPoolExecutor(workers) as pool:  # the engine releases the GIL while it searches
             yield from pool.map(self.search, batches, wanted)
 
-    def alignments(self, lines: list[str], translations: list[str]) -> list[str]:
-        """Pharaoh links between each line's words and its translation's words."""
+    def translate_aligned(self, requests: list[Request],
+                          first_line: int = 1) -> tuple[list[list[tuple[str, float]]], list[str]]:
+        """`translate_requests`, and the Pharaoh links between each line's words and its best translation's, from
+        the model's attention when it is teacher-forced on its own (masked) translation; word indices are those of
+        the original text and translation (`masking.word_map`)."""
         if not self.capabilities.alignments:
             raise NmtkitError("--alignment reads the model's attention in PyTorch: translate with the checkpoint")
-        return self.engine.align(lines, translations)
+        masked = [self.masking.mask(request.text) for request in requests]
+        found = self._translate_masked(requests, masked, first_line, None)
+        best = [hyps[0][0] for hyps in found]
+        links = [self.masking.original_links(pairs, line, text)
+                 for pairs, line, text in zip(self.engine.align([line.text for line in masked], best), masked, best)]
+        return self._restored(masked, found), links
 
     def translate(self, lines: list[str], first_line: int = 1) -> list[str]:
         """The best translation of each line; empty lines stay empty."""
