@@ -74,7 +74,7 @@ class SymbolGuard:
     for each symbol written, how many symbols it had written before it; -1 for one not written yet."""
 
     def __init__(self, ids: Tensor, partner: Tensor, closing: Tensor, present: Tensor):
-        self.ids, self.partner, self.present = ids, partner, present  # (N,), (N,), (B, N)
+        self.ids, self.partner, self.closing, self.present = ids, partner, closing, present  # (N,) x 3, (B, N)
         paired = present & present[:, partner] & (partner != torch.arange(len(partner), device=partner.device))
         self.paired_close, self.paired_open = paired & closing, paired & ~closing  # (B, N)
 
@@ -84,10 +84,8 @@ class SymbolGuard:
         return bool(self.present.any())
 
     def take(self, sentences: Tensor) -> SymbolGuard:
-        guard = SymbolGuard.__new__(SymbolGuard)
-        guard.ids, guard.partner, guard.present = self.ids, self.partner, self.present[sentences]
-        guard.paired_close, guard.paired_open = self.paired_close[sentences], self.paired_open[sentences]
-        return guard
+        """The guard of some of the sentences (indices (n,))."""
+        return SymbolGuard(self.ids, self.partner, self.closing, self.present[sentences])
 
     def constraints(self, lines: Sequence[Constraints | None] | None) -> list[Constraints]:
         """Each sentence's constraints (`lines`, or none) plus its symbols as one-token positive phrases."""
@@ -114,10 +112,11 @@ class SymbolGuard:
         innermost = order.masked_fill(~open_now, -1).argmax(dim=1, keepdim=True)  # (R, 1), if any is open
         closable = open_now.any(dim=1, keepdim=True) & (self.partner == innermost)
         allowed = missing & (~self.paired_close[sentences] | closable)  # (R, N)
-        free = steps_left > 0
-        symbol_scores = scores[:, self.ids].masked_fill(~allowed & free.unsqueeze(1), NEG_INF)
-        counts = missing.sum(dim=1)
-        scores[free & (counts > 0), EOS] = NEG_INF
-        forced = (free & (counts >= steps_left)).nonzero().squeeze(1)
-        scores[forced] = NEG_INF
-        scores[:, self.ids] = symbol_scores
+        free = (steps_left > 0).unsqueeze(1)  # (R, 1)
+        symbol_scores = scores[:, self.ids].masked_fill(free & ~allowed, NEG_INF)
+        counts = missing.sum(dim=1, keepdim=True)
+        forced = free & (counts >= steps_left.unsqueeze(1))
+        if bool(forced.any()):  # rare: a whole pass over the scores only then
+            scores.masked_fill_(forced, NEG_INF)
+        scores.select(1, EOS).masked_fill_((free & (counts > 0)).squeeze(1), NEG_INF)
+        scores.index_copy_(1, self.ids, symbol_scores)

@@ -94,8 +94,7 @@ def _greedy_allowed(log_probs: Tensor, step: int, min_len: int, guard: SymbolGua
     """log_probs (R, V) with -inf for EOS before `min_len` tokens and for what the guard rules out."""
     allowed = log_probs.index_fill(1, torch.tensor([EOS], device=log_probs.device), float("-inf")) \
         if step < min_len else log_probs  # EOS now would give fewer than min_len tokens
-    if guard is not None:
-        allowed = allowed.clone() if allowed is log_probs else allowed  # log_probs scores the chosen token
+    if guard is not None:  # in place: it changes no score of a token it allows, so log_probs still scores the choice
         guard.restrict(allowed, rows, order, steps_left)
     return allowed
 

@@ -11,6 +11,7 @@ import random
 
 import pytest
 import torch
+from scripts import load_script
 from test_constraints import meets
 from test_search import PENALTIES, FixedDecoder
 
@@ -268,3 +269,13 @@ def test_a_model_without_reserved_symbols_translates_as_without_the_guard():
     translator = Translator(engine)
     lines = ["uno dos tres", "cuatro cinco seis siete", "ocho"]
     assert translator.translate(lines) == translator.with_decode(guard_placeholders=False).translate(lines)
+
+
+def test_the_cost_experiment_lays_out_the_symbols_as_a_vocabulary_does():
+    cost = load_script("benchmarks/experiments/guard_cost.py", "guard_cost")
+    subword = word_model(["uno ｟ph1｠ dos"] * 20, True)
+    fake, real = cost.reserved_ids(), ReservedIds.of(subword, subword)
+    assert torch.equal(fake.partner, real.partner) and torch.equal(fake.closing, real.closing)
+    sources = cost.sources(40, 0.5)
+    guard = fake.guard(sources, torch.device("cpu"))
+    assert 0 < int(guard.present.any(dim=1).sum()) < 40 and bool(guard.paired_close.any())
