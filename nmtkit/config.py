@@ -215,6 +215,10 @@ class DecodeConfig:
     top_k: int = option(0, "sample among the k most probable tokens (0 = all)")
     top_p: float = option(1.0, "sample within the smallest set of tokens whose probability reaches p")
     seed: int = option(1, "random seed for sampling")
+    guard_placeholders: bool = option(
+        True, "make each masked placeholder symbol of a source (｟ph1｠, tag pairs ｟t1｠…｟/t1｠) come out "
+        "exactly once, no other, and tag pairs properly nested, in beam search, greedy search and sampling (PyTorch "
+        "engine; a model without reserved symbols is unaffected)")
     tgt_lang: str = option("", "target language of a multilingual model (its tag starts every source)")
     tag: str = option("", "corpus tag (such as <bt>) to start every source with, one the model was trained with "
                           "(prepare --corpora); none is added without it")

@@ -28,6 +28,7 @@ from torch import Tensor
 
 from nmtkit.constraints import Constraints, WordEnds
 from nmtkit.data.subword import EOS
+from nmtkit.placeholder_guard import SymbolGuard
 
 NEG_INF = float("-inf")
 _KEY_STRIDE = 2**32  # a pair (a sentence or a state, a token) as one sortable number: first * stride + token
@@ -115,14 +116,16 @@ class Choice:
 
 @dataclass
 class ConstraintState:
-    """Per live row: how much of each phrase the output ends with (all of a met positive phrase), and how far it got
-    through the prefix (its forced pieces, then the bytes of its last word)."""
+    """Per live row: how much of each phrase the output ends with (all of a met positive phrase), how far it got
+    through the prefix (its forced pieces, then the bytes of its last word), and its placeholder guard's state."""
 
     progress: Tensor  # (R, P)
     prefix: Tensor  # (R,)
+    guard: Tensor | None = None  # (R, N) see `SymbolGuard`
 
     def take(self, index: Tensor) -> ConstraintState:
-        return ConstraintState(self.progress[index], self.prefix[index])
+        guard = None if self.guard is None else self.guard[index]
+        return ConstraintState(self.progress[index], self.prefix[index], guard)
 
 
 def _padded(rows: list[list[int]], fill: int, width: int = 1) -> Tensor:
@@ -206,8 +209,9 @@ class ConstraintTracker:
     """The constraints of a batch of sentences as tensors, indexed by sentence (`_Beams.sentences` in search)."""
 
     def __init__(self, constraints: Sequence[Constraints | None], device: torch.device,
-                 word_ends: WordEnds | None = None):
+                 word_ends: WordEnds | None = None, guard: SymbolGuard | None = None):
         lines = [line or Constraints() for line in constraints]
+        self.guard = guard  # the placeholder guarantee, its symbols among `constraints` (`SymbolGuard.constraints`)
         self.glued = None if word_ends is None else word_ends.glued.to(device)  # (V,)
         self.open = None if word_ends is None else word_ends.open.to(device)  # (V,)
         self._init_phrases(lines, device)
@@ -232,24 +236,28 @@ class ConstraintTracker:
 
     def initial_state(self, rows: int) -> ConstraintState:
         return ConstraintState(torch.zeros(rows, self.lengths.size(1), dtype=torch.long, device=self.lengths.device),
-                               torch.zeros(rows, dtype=torch.long, device=self.lengths.device))
+                               torch.zeros(rows, dtype=torch.long, device=self.lengths.device),
+                               None if self.guard is None else self.guard.initial_state(rows))
 
     def complete(self, sentences: Tensor, state: ConstraintState) -> Tensor:
         """(R,) whether each row met every positive phrase and wrote the whole prefix; sentences (R,)."""
         met = (state.progress >= self.lengths[sentences]) | self.negative[sentences]  # a full match: EOS ends it
         return met.all(dim=1) & self.prefix.written(sentences, state.prefix)
 
-    def restrict(self, candidates: Tensor, sentences: Tensor, state: ConstraintState, at_limit: Tensor) -> None:
+    def restrict(self, candidates: Tensor, sentences: Tensor, state: ConstraintState, steps_left: Tensor) -> None:
         """Set to -inf, in place, the candidates (n, K, V) the constraints rule out: a token that completes a
-        negative phrase; in the prefix, every piece it does not allow; EOS before the row is `complete`. Rows at
-        their length limit (at_limit (n,)), where only EOS is left, are left alone."""
+        negative phrase; in the prefix, every piece it does not allow; EOS before the row is `complete`; what the
+        placeholder guard rules out. Rows at their length limit (steps_left (n,), tokens left before the EOS that
+        ends the sentence, is 0), where only EOS is left, are left alone."""
         n, beam_size, vocab = candidates.shape
         scores = candidates.view(n * beam_size, vocab)
-        row_sentences = sentences.repeat_interleave(beam_size)
+        row_sentences, row_steps_left = sentences.repeat_interleave(beam_size), steps_left.repeat_interleave(beam_size)
         self._ban_negative(scores, row_sentences, state)
-        free = ~at_limit.repeat_interleave(beam_size)
+        free = row_steps_left > 0
         self.prefix.restrict(scores, row_sentences, state.prefix, free)
         scores[free & ~self.complete(row_sentences, state), EOS] = NEG_INF
+        if self.guard is not None:
+            self.guard.restrict(scores, row_sentences, state.guard, row_steps_left)
 
     def _ban_negative(self, scores: Tensor, sentences: Tensor, state: ConstraintState) -> None:
         lengths = self.lengths[sentences]
@@ -262,7 +270,8 @@ class ConstraintTracker:
         glued = torch.zeros_like(tokens, dtype=torch.bool) if self.glued is None else self.glued[tokens]
         progress = advance_phrases(self.phrases, self.lengths, self.transitions, self.open_ends, sentences,
                                    state.progress[rows], tokens, glued)
-        return ConstraintState(progress, self.prefix.advance(state.prefix[rows], tokens, sentences))
+        guard = None if self.guard is None else self.guard.advance(state.guard[rows], tokens)
+        return ConstraintState(progress, self.prefix.advance(state.prefix[rows], tokens, sentences), guard)
 
     def choose(self, candidates: Tensor, sentences: Tensor, state: ConstraintState) -> Choice:
         """One step of constrained beam search over candidates (n, K, V), already `restrict`ed: EOS candidates

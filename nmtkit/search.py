@@ -4,7 +4,8 @@ Beam search keeps all sentences and beams of a batch in one tensor of B*K rows. 
 batch, and Memory/State are reordered generically with `index_select` on their batch dimension (Memory tensors
 that a model keeps at one row per sentence, see `EncoderDecoder.beam_memory`, by sentence). Lines may carry lexical
 and prefix constraints: the same search then ranks its candidates by dynamic beam allocation
-(`nmtkit.constraint_tracker`).
+(`nmtkit.constraint_tracker`). A `SymbolGuard` (`nmtkit.placeholder_guard`) makes every search, greedy and sampling
+included, write each masked placeholder of a source exactly once and no other.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from nmtkit.constraints import Constraints, WordEnds
 from nmtkit.data.subword import BOS, EOS
 from nmtkit.hypotheses import Hypothesis, LengthPenalty, length_limits
 from nmtkit.models.base import EncoderDecoder
+from nmtkit.placeholder_guard import SymbolGuard
 
 
 def select_rows(tensors: dict[str, Tensor], index: Tensor) -> dict[str, Tensor]:
@@ -87,26 +89,39 @@ def filter_log_probs(log_probs: Tensor, top_k: int = 0, top_p: float = 1.0) -> T
     return log_probs
 
 
+def _greedy_allowed(log_probs: Tensor, step: int, min_len: int, guard: SymbolGuard | None, rows: Tensor,
+                    order: Tensor | None, steps_left: Tensor) -> Tensor:
+    """log_probs (R, V) with -inf for EOS before `min_len` tokens and for what the guard rules out."""
+    allowed = log_probs.index_fill(1, torch.tensor([EOS], device=log_probs.device), float("-inf")) \
+        if step < min_len else log_probs  # EOS now would give fewer than min_len tokens
+    if guard is not None:  # in place: it changes no score of a token it allows, so log_probs still scores the choice
+        guard.restrict(allowed, rows, order, steps_left)
+    return allowed
+
+
 @torch.inference_mode()
 def greedy_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: Tensor,
-                  choose=argmax_choice, min_len: int = 0, check: Callable[[], None] | None = None) -> list[Hypothesis]:
+                  choose=argmax_choice, min_len: int = 0, check: Callable[[], None] | None = None,
+                  guard: SymbolGuard | None = None) -> list[Hypothesis]:
     """Follow one path per sentence, choosing each token with `choose` (argmax: greedy; a `Sampler`: sampling);
     a sentence stops at EOS or at its length limit, and not with EOS before `min_len` tokens (the length limit
     wins over `min_len`). Scores are the model's log-probabilities of the path. `check` is called before each
-    step: it stops the search by raising (`nmtkit serve`'s time budget)."""
+    step: it stops the search by raising (`nmtkit serve`'s time budget). A `guard` restricts each step to what its
+    rule allows (the length limits must leave room for the symbols: `SymbolGuard.constraints`, `constrained_limits`)."""
     memory = model.encode(src, src_mask)
     state = model.init_state(memory)
     rows = torch.arange(src.size(0), device=src.device)  # sentence index of each live row
     prev = torch.full_like(rows, BOS)
+    order = None if guard is None else guard.initial_state(src.size(0))
     tokens: list[list[int]] = [[] for _ in range(src.size(0))]
     log_probs_total = [0.0] * src.size(0)
     for step in range(int(max_len.max())):
         if check is not None:
             check()
         log_probs, state, _ = model.step(prev, state, memory)
-        allowed = log_probs.index_fill(1, torch.tensor([EOS], device=log_probs.device), float("-inf")) \
-            if step < min_len else log_probs  # EOS now would give fewer than min_len tokens
+        allowed = _greedy_allowed(log_probs, step, min_len, guard, rows, order, max_len[rows] - 1 - step)
         prev = torch.where(step + 1 >= max_len[rows], torch.full_like(rows, EOS), choose(allowed))
+        order = None if guard is None else guard.advance(order, prev)
         chosen = log_probs.gather(1, prev.unsqueeze(1)).squeeze(1)
         for row, token, score in zip(rows.tolist(), prev.tolist(), chosen.tolist()):
             tokens[row].append(token)
@@ -115,7 +130,7 @@ def greedy_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len:
         if live.numel() == 0:
             break
         if live.numel() < rows.numel():
-            rows, prev = rows[live], prev[live]
+            rows, prev, order = rows[live], prev[live], None if order is None else order[live]
             state, memory = select_rows(state, live), select_rows(memory, live)
     return [Hypothesis(seq[:-1] if seq and seq[-1] == EOS else seq, total, total)
             for seq, total in zip(tokens, log_probs_total)]
@@ -203,23 +218,25 @@ def _add_coverage(coverage: Tensor | None, attention: Tensor | None) -> Tensor:
 
 def _candidates(beams: _Beams, log_probs: Tensor, step: int, max_len: Tensor, min_len: int) -> tuple[Tensor, Tensor]:
     """Each live beam's score plus each next token's log-prob (n, K, V), without EOS before `min_len` tokens and with
-    only EOS at a sentence's length limit; and which sentences are at it (n,)."""
+    only EOS at a sentence's length limit; and how many tokens each sentence may still write before the EOS that
+    ends it at its limit (n,): 0 at the limit."""
     beam_size = beams.scores.size(1)
     candidates = beams.scores.unsqueeze(2) + log_probs.view(-1, beam_size, log_probs.size(-1))  # (n, K, V)
-    at_limit = step + 1 >= max_len[beams.sentences]
+    steps_left = max_len[beams.sentences] - 1 - step
+    at_limit = steps_left <= 0
     if step < min_len:  # EOS now would give fewer than min_len tokens
         candidates[~at_limit, :, EOS] = float("-inf")
     if bool(at_limit.any()):
         candidates[at_limit, :, :EOS] = float("-inf")
         candidates[at_limit, :, EOS + 1 :] = float("-inf")
-    return candidates, at_limit
+    return candidates, steps_left
 
 
 @torch.inference_mode()
 def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: Tensor, beam_size: int,
                 length_penalty: LengthPenalty = LengthPenalty(), min_len: int = 0, stop_finished: int = 0,
                 constraints: Sequence[Constraints | None] | None = None, word_ends: WordEnds | None = None,
-                check: Callable[[], None] | None = None) -> list[list[Hypothesis]]:
+                check: Callable[[], None] | None = None, guard: SymbolGuard | None = None) -> list[list[Hypothesis]]:
     """Batched beam search; returns up to `beam_size` hypotheses per sentence, best first.
 
     At each step the 2K best continuations of each sentence are ranked; EOS candidates within the top K
@@ -232,30 +249,50 @@ def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: T
     `constraints` (one per sentence, None for none) turns on constrained search for those sentences (see
     `nmtkit.constraint_tracker`): every hypothesis returned for them meets them (positive phrases as whole words,
     given the target vocabulary's `word_ends`). Where none could within the length limit, the sentence is searched again
-    without them, and its hypotheses say so (`constraints_met` False).
+    without them (but with the `guard`), and its hypotheses say so (`constraints_met` False).
+
+    A `guard` (`nmtkit.placeholder_guard`) adds each sentence's placeholder symbols to its constraints and bans
+    what its rule rules out; with it every hypothesis keeps the symbols (the length limits must leave room for them:
+    `SymbolGuard.constraints`, `constrained_limits`).
 
     `check` is called before each decoding step: it stops the search by raising (`nmtkit serve`'s time budget).
     """
-    if constraints is None or all(line is None or line.empty for line in constraints):
-        return _search(model, src, src_mask, max_len, beam_size, length_penalty, min_len, stop_finished, check=check)
-    tracker = ConstraintTracker(constraints, src.device, word_ends)
-    found = _search(model, src, src_mask, max_len, beam_size, length_penalty, min_len, stop_finished, tracker, check)
+    tracker, banned = _restriction(constraints, guard, src.device, word_ends)
+    found = _search(model, src, src_mask, max_len, beam_size, length_penalty, min_len, stop_finished, tracker, check,
+                    banned)
+    if tracker is None:
+        return found
     found = [[hyp for hyp in hyps if hyp.constraints_met] for hyps in found]
     unmet = [index for index, hyps in enumerate(found) if not hyps]
     if unmet:
         rows = torch.tensor(unmet, device=src.device)
+        tracker, banned = _restriction(None, None if guard is None else guard.take(rows), src.device, word_ends)
         again = _search(model, src[rows], src_mask[rows], max_len[rows], beam_size, length_penalty, min_len,
-                        stop_finished, check=check)
+                        stop_finished, tracker, check, banned)
         for index, hyps in zip(unmet, again):
             found[index] = [replace(hyp, constraints_met=False) for hyp in hyps]
     return found
 
 
+def _restriction(lines: Sequence[Constraints | None] | None, guard: SymbolGuard | None, device: torch.device,
+                 word_ends: WordEnds | None) -> tuple[ConstraintTracker | None, Tensor | None]:
+    """The tracker of a constrained search for `lines` (None: none) and the guard's symbols, if any line needs one;
+    and the ids to ban at every step where the guard's sentences hold no symbol (the tracker's guard bans them
+    otherwise)."""
+    if guard is not None and guard.active:
+        return ConstraintTracker(guard.constraints(lines), device, word_ends, guard), None
+    banned = None if guard is None else guard.ids
+    if lines is None or all(line is None or line.empty for line in lines):
+        return None, banned
+    return ConstraintTracker(lines, device, word_ends), banned
+
+
 def _search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: Tensor, beam_size: int,
             length_penalty: LengthPenalty, min_len: int, stop_finished: int,
-            tracker: ConstraintTracker | None = None,
-            check: Callable[[], None] | None = None) -> list[list[Hypothesis]]:
-    """The search loop of `beam_search`; with a `tracker`, its candidates are restricted and ranked by it."""
+            tracker: ConstraintTracker | None = None, check: Callable[[], None] | None = None,
+            banned: Tensor | None = None) -> list[list[Hypothesis]]:
+    """The search loop of `beam_search`; with a `tracker`, its candidates are restricted and ranked by it; `banned`
+    ids are never written."""
     enough = min(stop_finished, beam_size) if stop_finished > 0 else beam_size
     batch, device = src.size(0), src.device
     memory = model.encode(src, src_mask)
@@ -274,11 +311,13 @@ def _search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: Tenso
         if length_penalty.coverage > 0:
             beams.coverage = _add_coverage(beams.coverage, attention)
         vocab = log_probs.size(-1)
-        candidates, at_limit = _candidates(beams, log_probs, step, max_len, min_len)
+        candidates, steps_left = _candidates(beams, log_probs, step, max_len, min_len)
+        if banned is not None:
+            candidates[:, :, banned] = float("-inf")
         if tracker is None:
             choice = top_choice(candidates)
         else:
-            tracker.restrict(candidates, beams.sentences, beams.constraints, at_limit)
+            tracker.restrict(candidates, beams.sentences, beams.constraints, steps_left)
             choice = tracker.choose(candidates, beams.sentences, beams.constraints)
         _finalize(beams, choice, vocab, step, finished, length_penalty, memory["src_mask"])
         all_rows = (torch.arange(choice.next_ids.size(0), device=device).unsqueeze(1) * beam_size

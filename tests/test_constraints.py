@@ -156,7 +156,7 @@ def test_a_step_with_800_constraints_advances_only_the_kept_candidates(monkeypat
                                 torch.device("cpu"))
     state, sentences = tracker.initial_state(16), torch.zeros(1, dtype=torch.long)
     candidates = torch.randn(1, 16, 1000, generator=torch.Generator().manual_seed(0)).log_softmax(dim=-1)
-    tracker.restrict(candidates, sentences, state, torch.zeros(1, dtype=torch.bool))
+    tracker.restrict(candidates, sentences, state, torch.ones(1, dtype=torch.long))
     choice = tracker.choose(candidates, sentences, state)
     assert advanced == [16, 16] and choice.next_state.progress.shape == (16, 800)
     assert set(choice.next_state.progress.sum(dim=1).tolist()) == {0, 1}  # both banks keep beams
@@ -172,7 +172,7 @@ def test_a_40000_byte_partial_word_is_followed_to_its_end():
     assert tracker.prefix.partial_keys.numel() == 2 * size  # 2 moves an offset but the last, and a sentinel
     state = ConstraintState(torch.zeros(2, 1, dtype=torch.long), torch.tensor([size - 3, size - 1]))
     scores = torch.zeros(2, 1, piece + 1)
-    tracker.restrict(scores, torch.tensor([0, 0]), state, torch.zeros(2, dtype=torch.bool))
+    tracker.restrict(scores, torch.tensor([0, 0]), state, torch.ones(2, dtype=torch.long))
     assert torch.isfinite(scores).nonzero()[:, 2].tolist() == [5, piece, 5]
     following = tracker.advance(state, torch.tensor([0, 1]), torch.tensor([piece, 5]), torch.tensor([0, 0]))
     assert following.prefix.tolist() == [size - 1, size]
@@ -295,7 +295,7 @@ def test_a_beam_offers_its_best_token_that_ends_the_word():
     tracker = ConstraintTracker([Constraints(((4,),))], torch.device("cpu"), WORD_ENDS)
     state = ConstraintState(torch.tensor([[1], [0]]), torch.zeros(2, dtype=torch.long))
     candidates = torch.tensor([[[-5.0, -0.1, -6.0, -7.0, -8.0], [-0.2, -0.25, -0.3, -9.0, float("-inf")]]])
-    tracker.restrict(candidates, torch.tensor([0]), state, torch.tensor([False]))
+    tracker.restrict(candidates, torch.tensor([0]), state, torch.tensor([1]))
     choice = tracker.choose(candidates, torch.tensor([0]), state)
     assert choice.next_ids.tolist() == [[0 * 5 + 0, 0 * 5 + 1]]  # beam 0 then 0 (met), beam 0 then 1 (undone)
     assert choice.next_state.progress.tolist() == [[2], [0]]

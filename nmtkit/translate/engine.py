@@ -38,6 +38,7 @@ class Capabilities:
 
     constraints: bool = False  # lexical constraints and prefixes (`encode_constraints`, then `search`)
     alignments: bool = False  # word alignments from the model's attention (`align`)
+    guards_placeholders: bool = False  # its search keeps the source's placeholder symbols (`decode.guard_placeholders`)
     workers: int = 1  # batches it searches at once (`search` called from that many threads)
     batch_tokens: int = 0  # most source tokens of a batch it searches fastest (0: no such cap)
 

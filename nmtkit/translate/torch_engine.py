@@ -1,5 +1,6 @@
 """The PyTorch engine: a checkpoint (or an ensemble, or an average of checkpoints) searched by `nmtkit.search`,
-with lexical constraints and prefixes (`nmtkit.constraints`) and word alignments from its attention."""
+with lexical constraints and prefixes (`nmtkit.constraints`), the placeholder guarantee (`nmtkit.placeholder_guard`)
+and word alignments from its attention."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from nmtkit.ensemble import load_models
 from nmtkit.errors import NmtkitError
 from nmtkit.hypotheses import Hypothesis, LengthPenalty
 from nmtkit.inputs import Request
+from nmtkit.placeholder_guard import ReservedIds, SymbolGuard
 from nmtkit.runtime.device import pick_device, set_threads
 from nmtkit.runtime.precision import decoding_timings, describe, dtype_name, fastest
 from nmtkit.search import Sampler, argmax_choice, beam_search, greedy_search, max_lengths
@@ -53,7 +55,7 @@ class TorchEngine:
     """A loaded checkpoint searched by nmtkit's own search, in `decode.dtype` on `device`."""
 
     name = "PyTorch"
-    capabilities = Capabilities(constraints=True, alignments=True)
+    capabilities = Capabilities(constraints=True, alignments=True, guards_placeholders=True)
 
     def __init__(self, loaded: LoadedModel, decode: DecodeConfig, device: torch.device):
         self.loaded, self.decode, self.device = loaded, decode, device
@@ -87,22 +89,35 @@ class TorchEngine:
     def encode_constraints(self, request: Request) -> Constraints:
         return self.constraint_encoder.encode(request.constraints, request.negative, request.prefix)
 
+    @functools.cached_property
+    def reserved(self) -> ReservedIds | None:
+        return ReservedIds.of(self.loaded.src_subword, self.loaded.tgt_subword)
+
+    def _guard(self, sources: list[list[int]]) -> SymbolGuard | None:
+        """The placeholder guard of a batch: what its sources' ids hold of the reserved symbols."""
+        if not self.decode.guard_placeholders or self.reserved is None:
+            return None
+        return self.reserved.guard(sources, self.device)
+
     def search(self, sources: list[list[int]], constraints: list[Constraints | None] | None,
                check: Callable[[], None] | None) -> list[list[Hypothesis]]:
-        """See `Engine.search`: lines with `constraints` are searched by beam search, even with `--beam 1`."""
+        """See `Engine.search`: lines with `constraints` are searched by beam search, even with `--beam 1`; a guard
+        (`decode.guard_placeholders`) keeps each source's placeholder symbols, in every search."""
         src, src_mask = encode_sources(sources)
         src, src_mask = src.to(self.device), src_mask.to(self.device)
         limit = max_lengths(src_mask, self.decode.max_len_a, self.decode.max_len_b, self.max_source)
-        if constraints is not None:
-            limit = constrained_limits(limit, constraints, self.max_source)
-        elif self.decode.sample or self.decode.beam <= 1:
+        guard = self._guard(sources)
+        needs = constraints if guard is None else guard.constraints(constraints)  # room for phrases and symbols
+        if needs is not None:
+            limit = constrained_limits(limit, needs, self.max_source)
+        if constraints is None and (self.decode.sample or self.decode.beam <= 1):
             choose = self.sampler if self.decode.sample else argmax_choice
-            found = greedy_search(self.loaded.model, src, src_mask, limit, choose, self.decode.min_len, check)
+            found = greedy_search(self.loaded.model, src, src_mask, limit, choose, self.decode.min_len, check, guard)
             return [[hyp] for hyp in found]
         try:
             nbest = beam_search(self.loaded.model, src, src_mask, limit, self.decode.beam, self.length_penalty,
                                 self.decode.min_len, self.decode.stop_finished, constraints,
-                                None if constraints is None else self.constraint_encoder.word_ends, check)
+                                None if constraints is None else self.constraint_encoder.word_ends, check, guard)
         except ValueError as error:  # a search option this model cannot serve
             raise NmtkitError(str(error)) from error
         return [hyps[: self.decode.nbest] for hyps in nbest]
