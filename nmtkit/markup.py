@@ -303,8 +303,9 @@ class Unit:
     def render(self, output: str, stats: MarkupStats) -> str:
         tokens, repaired = repair(output, self.originals)  # a text without markup gets no symbols either
         stats.repaired += repaired
+        # stripped: the segment's own outer whitespace stays around it (markup never starts or ends with a space)
         return "".join(self.originals[token] if token in self.originals else escape(token, quote=False)
-                       for token in tokens)
+                       for token in tokens).strip()
 
 
 def masked(inner: list[Piece]) -> Unit | None:
