@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 import re
 import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -16,16 +17,18 @@ import torch
 from cli_runner import assert_error, nmtkit
 from typer.testing import CliRunner
 
-from nmtkit.checkpoint import make_payload, save_atomic
+from nmtkit.checkpoint import LoadedModel, make_payload, save_atomic
 from nmtkit.cli import app
-from nmtkit.config import DataConfig
-from nmtkit.data.subword import train_subword
+from nmtkit.config import DataConfig, DecodeConfig
+from nmtkit.data.subword import Subword, train_subword
 from nmtkit.errors import NmtkitError
+from nmtkit.hypotheses import Hypothesis
 from nmtkit.markup import VOID, MarkupStats, repair, skip_tags, translate_fragments
 from nmtkit.placeholders import CLOSE, OPEN, reserved_symbols
 from nmtkit.registry import build_model
 from nmtkit.run_config import build_config
 from nmtkit.translate import Translator
+from nmtkit.translate.engine import Capabilities
 
 T1, T1_, T2, T2_, PH1 = "｟t1｠", "｟/t1｠", "｟t2｠", "｟/t2｠", "｟ph1｠"
 SYMBOL = re.compile(f"{OPEN}/?(?:ph|t)[0-9]+{CLOSE}")
@@ -275,13 +278,17 @@ TINY = {"name": "transformer", "encoder_layers": 1, "decoder_layers": 1, "d_mode
         "max_positions": 64}
 
 
-def write_model(path: Path, symbols: bool) -> str:
-    """An untrained Transformer on a BPE vocabulary, with the reserved symbols (as `prepare --set
-    placeholders=auto` makes it) or without."""
+def tiny_subword(symbols: bool) -> Subword:
+    """A BPE vocabulary with the reserved symbols (as `prepare --set placeholders=auto` makes it) or without."""
     rng = random.Random(0)
     lines = [" ".join(rng.choices(MODEL_WORDS, k=rng.randint(1, 8))) for _ in range(100)]
     extra = reserved_symbols() if symbols else []
-    subword = train_subword(lines, DataConfig(subword="bpe", vocab_size=40), 40 + len(extra), user_symbols=extra)
+    return train_subword(lines, DataConfig(subword="bpe", vocab_size=40), 40 + len(extra), user_symbols=extra)
+
+
+def write_model(path: Path, symbols: bool) -> str:
+    """An untrained Transformer on `tiny_subword(symbols)`."""
+    subword = tiny_subword(symbols)
     config = build_config({"model": TINY})
     torch.manual_seed(0)
     model = build_model(config.model, subword.vocab_size, subword.vocab_size, True).eval()
@@ -329,6 +336,34 @@ def test_python_api_translates_html_as_the_command_does(models):
                      *SHORT, stdin="".join(line + "\n" for line in PAGE[:4]))
     assert translator.translate_html(PAGE[:4], (), stats) == command.stdout.split("\n")[:4]
     assert stats.segments == 4
+
+
+@dataclass
+class EchoEngine:
+    """An engine whose translation is its source (the ids it is given, recorded): what reaches the model."""
+
+    loaded: LoadedModel
+    name: str = "echo"
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+    max_source: int = 200
+    capabilities: Capabilities = field(default_factory=Capabilities)
+    seen: list[list[int]] = field(default_factory=list)
+
+    def search(self, sources, constraints, check):
+        self.seen += sources
+        return [[Hypothesis(list(source), 0.0)] for source in sources]
+
+
+@pytest.mark.parametrize("symbols", [True, False])
+def test_the_model_sees_each_symbol_as_one_piece_and_an_echo_gives_the_input_back(symbols):
+    subword = tiny_subword(symbols)
+    engine = EchoEngine(LoadedModel(build_config({"model": TINY}), None, subword, subword))
+    fragment = '<p>uno <b>dos</b> tres <i>cuatro <img src="x"/></i> cinco <code>a</code></p><p>seis</p>'
+    assert Translator(engine).translate_html([fragment]) == [fragment]
+    ids = {subword.processor.piece_to_id(symbol) for symbol in reserved_symbols()}
+    symbols_seen = sum(token in ids for source in engine.seen for token in source)
+    assert symbols_seen == (5 if symbols else 0)  # b, i and img; the <code> that ends the segment stays outside
+    assert len(engine.seen) == (2 if symbols else 6)
 
 
 @pytest.mark.parametrize(("args", "needle"), [
