@@ -369,8 +369,8 @@ def test_the_model_sees_each_symbol_as_one_piece_and_an_echo_gives_the_input_bac
 @pytest.mark.parametrize(("args", "needle"), [
     (("--html-skip", "kbd"), "--html-skip applies to --input-format html"),
     (("--input-format", "html", "--html-skip", "kbd,a b"), "--html-skip: 'a b' is not a tag name"),
-    (("--input-format", "html", "--nbest", "2"), "no --nbest"),
-    (("--input-format", "html", "--scores"), "no --scores or --alignment"),
+    (("--input-format", "html", "--nbest", "2"), "no --nbest, --scores or --alignment"),
+    (("--input-format", "html", "--scores"), "no --nbest, --scores or --alignment"),
 ])
 def test_translate_html_errors(models, args, needle):
     assert_error(nmtkit("translate", "-m", models[False], "--device", "cpu", *args, stdin="<p>uno</p>\n"), needle)

@@ -31,8 +31,6 @@ def format_hypotheses(hyps: list[tuple[str, float]], line_index: int, nbest: int
 def translate_html_stream(translator: Translator, lines: Iterator[str], skip: str) -> Iterator[str]:
     """Translate HTML or XML fragments, a line each, chunk by chunk (`Translator.translate_html`; `skip`: element
     names to keep untranslated, comma-separated); says at the end how many segments were translated and repaired."""
-    if translator.decode.nbest > 1:
-        raise NmtkitError("--input-format html prints one translation a line: no --nbest")
     stats = MarkupStats()
     while chunk := [line.rstrip("\r\n") for line in islice(lines, translator.decode.buffer_size)]:
         yield "".join(f"{text}\n" for text in translator.translate_html(chunk, skip.split(","), stats))
@@ -52,8 +50,8 @@ def translate_stream(translator: Translator, lines: Iterable[str], scores: bool 
     if html_skip and input_format != "html":
         raise NmtkitError("--html-skip applies to --input-format html")
     if input_format == "html":
-        if scores or alignment:
-            raise NmtkitError("--input-format html prints the translation alone: no --scores or --alignment")
+        if scores or alignment or translator.decode.nbest > 1:
+            raise NmtkitError("--input-format html prints one translation a line: no --nbest, --scores or --alignment")
         yield from translate_html_stream(translator, iterator, html_skip)
         return
     first_line = 1
