@@ -218,7 +218,11 @@ def translate(
     input: Annotated[Path | None, typer.Option("--input", "-i", help="input file (default: stdin)")] = None,
     input_format: Annotated[str, typer.Option(
         help="text: one sentence a line; tsv: source<TAB>phrase<TAB>... (phrases the translation must contain); "
-             'jsonl: {"text": ..., "constraints": [...], "negative": [...], "prefix": ...} a line')] = "text",
+             'jsonl: {"text": ..., "constraints": [...], "negative": [...], "prefix": ...} a line; html: an HTML or '
+             "XML fragment a line (its text translated, its markup kept)")] = "text",
+    html_skip: Annotated[str, typer.Option(
+        help="with --input-format html: elements kept untranslated besides script, style, code, pre and textarea "
+             "(comma-separated: kbd,var)")] = "",
     *,
     decode: ConfigValues,
     greedy: Annotated[bool, typer.Option(help="greedy search (same as --beam 1)")] = False,
@@ -248,7 +252,7 @@ def translate(
     if alignment and translator.decode.nbest > 1:
         raise NmtkitError("--alignment prints the links of the best translation; it does not combine with --nbest")
     for text in translate_stream(translator, _open_lines(input), scores, alignment, input_format,
-                                 "<stdin>" if input is None else str(input)):
+                                 "<stdin>" if input is None else str(input), html_skip):
         sys.stdout.write(text)
         sys.stdout.flush()
 

@@ -6,6 +6,8 @@
 - `jsonl`: one JSON object per line, `{"text": source, "constraints": [phrase, ...], "negative": [phrase, ...],
   "prefix": target prefix, "tgt_lang": language}`; every key but "text" may be left out (or null); other keys are
   errors. `tgt_lang` chooses a multilingual model's target language for this line (default: `--tgt-lang`).
+- `html`: the line is an HTML or XML fragment whose text is translated and markup kept (`nmtkit.markup`, through
+  `Translator.translate_html`, not a request of its own).
 
 A bad line is an error naming the input and the line (`<input>:<line>: ...`), never a guess.
 """
@@ -94,9 +96,12 @@ def parse_record(record: object) -> Request:
 PARSERS: dict[str, Callable[[str], Request]] = {"text": parse_text, "tsv": parse_tsv, "jsonl": parse_jsonl}
 
 
+FORMATS = (*PARSERS, "html")
+
+
 def check_format(input_format: str) -> None:
-    if input_format not in PARSERS:
-        raise NmtkitError(f"unknown --input-format {input_format!r}; use one of {', '.join(PARSERS)}")
+    if input_format not in FORMATS:
+        raise NmtkitError(f"unknown --input-format {input_format!r}; use one of {', '.join(FORMATS)}")
 
 
 def parse_requests(lines: list[str], input_format: str, source: str, first_line: int = 1) -> list[Request]:

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from itertools import islice
 
+from nmtkit.errors import NmtkitError
 from nmtkit.inputs import parse_requests
+from nmtkit.markup import MarkupStats
 from nmtkit.translate.translator import Translator
 
 
@@ -26,15 +28,32 @@ def format_hypotheses(hyps: list[tuple[str, float]], line_index: int, nbest: int
     return " ||| ".join(fields) + "\n"
 
 
+def translate_html_stream(translator: Translator, lines: Iterator[str], skip: str) -> Iterator[str]:
+    """Translate HTML or XML fragments, a line each, chunk by chunk (`Translator.translate_html`; `skip`: element
+    names to keep untranslated, comma-separated); says at the end how many segments were translated and repaired."""
+    stats = MarkupStats()
+    while chunk := [line.rstrip("\r\n") for line in islice(lines, translator.decode.buffer_size)]:
+        yield "".join(f"{text}\n" for text in translator.translate_html(chunk, skip.split(","), stats))
+    stats.report()
+
+
 def translate_stream(translator: Translator, lines: Iterable[str], scores: bool = False,
-                     alignment: bool = False, input_format: str = "text", source: str = "<stdin>") -> Iterator[str]:
+                     alignment: bool = False, input_format: str = "text", source: str = "<stdin>",
+                     html_skip: str = "") -> Iterator[str]:
     """Translate an iterable of lines chunk by chunk; yields each chunk's formatted output in input order.
 
-    Lines are read as `input_format` (`nmtkit.inputs`; `source` names the input in errors). With `alignment`, each
-    best translation is followed by ` ||| i-j ...` word links (source word first), taken from the model's attention
-    when it is teacher-forced on its own translation. At the end, how many lines lost or broke their placeholders
-    (and were repaired) is logged."""
+    Lines are read as `input_format` (`nmtkit.inputs`; `source` names the input in errors); `html` input goes to
+    `translate_html_stream` with `html_skip`. With `alignment`, each best translation is followed by ` ||| i-j ...`
+    word links (source word first), taken from the model's attention when it is teacher-forced on its own
+    translation. At the end, how many lines lost or broke their placeholders (and were repaired) is logged."""
     iterator = iter(lines)
+    if html_skip and input_format != "html":
+        raise NmtkitError("--html-skip applies to --input-format html")
+    if input_format == "html":
+        if scores or alignment or translator.decode.nbest > 1:
+            raise NmtkitError("--input-format html prints one translation a line: no --nbest, --scores or --alignment")
+        yield from translate_html_stream(translator, iterator, html_skip)
+        return
     first_line = 1
     while chunk := [line.rstrip("\r\n") for line in islice(iterator, translator.decode.buffer_size)]:
         requests = parse_requests(chunk, input_format, source, first_line)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +22,8 @@ from nmtkit.data.tags import tag_ids
 from nmtkit.errors import NmtkitError
 from nmtkit.hypotheses import Hypothesis
 from nmtkit.inputs import Request
+from nmtkit.markup import MarkupStats, translate_fragments
+from nmtkit.placeholders import reserved_symbols
 from nmtkit.translate.engine import Capabilities, Engine, LoadedFiles, check_tags, override_decode
 from nmtkit.translate.masking import MaskedLine, Masking, PlaceholderCounts
 
@@ -248,3 +250,15 @@ class Translator:
     def translate(self, lines: list[str], first_line: int = 1) -> list[str]:
         """The best translation of each line; empty lines stay empty."""
         return [hyps[0][0] for hyps in self.translate_nbest(lines, first_line)]
+
+    def translate_html(self, fragments: list[str], skip: Iterable[str] = (),
+                       stats: MarkupStats | None = None) -> list[str]:
+        """The best translation of each HTML or XML fragment, its markup kept (`nmtkit.markup`): inline tags go
+        through the model as tag symbols when its vocabulary has them (trained with placeholders), else the text
+        between them is translated piece by piece; `skip` names elements to keep untranslated besides script, style,
+        code, pre and textarea; `stats` counts the segments translated and repaired."""
+        symbols = all(subword.processor.piece_to_id(symbol) != UNK for symbol in reserved_symbols()
+                      for subword in (self.loaded.src_subword, self.loaded.tgt_subword))
+        # markup.py masks the tags itself: the pieces it sends hold symbols already, not text to mask again
+        unmasked = self.with_decode(placeholders="none") if self.decode.placeholders != "none" else self
+        return translate_fragments(fragments, unmasked.translate, symbols, skip, stats)
