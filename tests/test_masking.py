@@ -152,7 +152,10 @@ def test_an_export_carries_the_rule_and_masks_as_its_checkpoint(models):
     assert json.loads((models.exported / "nmtkit.json").read_text())["placeholders"]["families"] == \
         PATTERNS.as_dict()
     requests = [Request(line) for line in LINES]
-    checkpoint, exported = Translator.load(models.masked, "cpu"), Translator.load(models.exported, "cpu")
+    # without the search-time guarantee, which only the PyTorch engine has, the checkpoint's lines are checked and
+    # repaired as the export's are, so the two agree
+    checkpoint = Translator.load(models.masked, "cpu", guard_placeholders=False)
+    exported = Translator.load(models.exported, "cpu")
     symbol = checkpoint.loaded.src_subword.processor.piece_to_id("｟ph1｠")
     assert exported.encode(requests) == checkpoint.encode(requests)
     assert symbol in checkpoint.encode(requests)[0]
