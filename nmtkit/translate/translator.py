@@ -259,6 +259,6 @@ class Translator:
         code, pre and textarea; `stats` counts the segments translated and repaired."""
         symbols = all(subword.processor.piece_to_id(symbol) != UNK for symbol in reserved_symbols()
                       for subword in (self.loaded.src_subword, self.loaded.tgt_subword))
-        # markup.py masks the tags itself: the pieces it sends hold symbols already, not text to mask again
-        unmasked = self.with_decode(placeholders="none") if self.decode.placeholders != "none" else self
+        unmasked = copy.copy(self)  # markup.py masks the tags itself: its pieces hold symbols, not text to mask
+        unmasked.masking = Masking("none", self.loaded, self.masking.counts)
         return translate_fragments(fragments, unmasked.translate, symbols, skip, stats)
