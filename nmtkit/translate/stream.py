@@ -27,14 +27,15 @@ def format_hypotheses(hyps: list[tuple[str, float]], line_index: int, nbest: int
 
 
 def translate_stream(translator: Translator, lines: Iterable[str], scores: bool = False,
-                     alignment: bool = False, input_format: str = "text", source: str = "<stdin>") -> Iterator[str]:
+                     alignment: bool = False, input_format: str = "text", source: str = "<stdin>",
+                     first_line: int = 1) -> Iterator[str]:
     """Translate an iterable of lines chunk by chunk; yields each chunk's formatted output in input order.
 
     Lines are read as `input_format` (`nmtkit.inputs`; `source` names the input in errors). With `alignment`, each
     best translation is followed by ` ||| i-j ...` word links (source word first), taken from the model's attention
-    when it is teacher-forced on its own translation."""
+    when it is teacher-forced on its own translation. `first_line` numbers the first line (a resumed run's, in
+    warnings and n-best lists)."""
     iterator = iter(lines)
-    first_line = 1
     while chunk := [line.rstrip("\r\n") for line in islice(iterator, translator.decode.buffer_size)]:
         requests = parse_requests(chunk, input_format, source, first_line)
         results = translator.translate_requests(requests, first_line)
