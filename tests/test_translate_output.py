@@ -30,7 +30,7 @@ from nmtkit.translate.output import count_lines, keep_whole_chunks
 WORDS = "uno dos tres cuatro cinco seis siete ocho nueve diez".split()
 CHUNK = 10  # --buffer-size of the runs: the input is several chunks
 KILL_AFTER = 25  # lines fed to the run that is killed: two whole chunks are written, then it waits for more
-WAIT_SECONDS = 60
+WAIT_SECONDS = 300  # each run takes seconds; a loaded machine's start (torch's import) can take a minute
 
 
 @pytest.fixture(scope="module")

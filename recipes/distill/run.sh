@@ -5,7 +5,7 @@
 # The same first student trained on the original pairs alone, for the same time, shows what distillation adds.
 # recipes/distill/report.py then times and scores every model in one run: recipes/distill/README.md.
 #   bash recipes/distill/run.sh              (trains the Bible teacher first if it is missing: make recipe-bible)
-#   SMOKE=1 bash recipes/distill/run.sh      a few minutes end to end: a 1-minute teacher, a few hundred lines
+#   SMOKE=1 bash recipes/distill/run.sh      minutes end to end: a 2-minute teacher, a few hundred lines
 # Env: TEACHER (runs/bible-es-en/transformer/model.pt; several paths: an ensemble, translated with PyTorch),
 #      STUDENTS (student-6-1 student-tiny: recipes/distill/NAME.yaml), TIME (15m per student), THREADS (0 = all
 #      cores; the speed table always uses 2), DISTILL_ENGINE (int8: the teacher's int8 export translates, the
@@ -31,13 +31,15 @@ mkdir -p "$data" "$out"
 
 [ -f "$bible/raw/train.es" ] || DATA="$bible" bash "$here/../bible/run.sh" data
 
-# the teacher: given, the Bible recipe's model, or (smoke) a Transformer trained for a minute
+# the teacher: given, the Bible recipe's model, or (smoke) a narrow Transformer trained for two minutes: enough
+# updates to write words (a few dozen updates of the recipe's model write nothing but the end of the sentence)
 teacher=${TEACHER:-}
 if [ -z "$teacher" ] && [ "$smoke" = 1 ]; then
   teacher=$out/teacher/model.pt resume=()
   [ -f "$out/teacher/last.pt" ] && resume=(--resume)
   [ -f "$teacher" ] || nmtkit train --data "$bible/bpe8000" --config "$here/../bible/transformer.yaml" \
-    --out "$out/teacher" "${resume[@]}" --max-time 1m --threads "$threads" "${quick[@]}" > /dev/null
+    --out "$out/teacher" "${resume[@]}" --max-time 2m --threads "$threads" "${quick[@]}" \
+    --set model.d_model=128 --set model.ffn=512 --set train.warmup=20 > /dev/null
 elif [ -z "$teacher" ]; then
   teacher=runs/bible-es-en/transformer/model.pt
   [ -f "$teacher" ] || DATA="$bible" bash "$here/../bible/run.sh"
