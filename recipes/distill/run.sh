@@ -21,9 +21,11 @@ out=${OUT:-runs/distill-es-en}
 threads=${THREADS:-0}
 students=${STUDENTS:-student-6-1 student-tiny}
 engine=${DISTILL_ENGINE:-int8}
-quick=()  # smoke: no dev BLEU (an untrained model's dev translations run to the length limit)
+# smoke: no dev BLEU (an untrained model's dev translations run to the length limit), no amp trial (seconds each)
+quick=()
 if [ "$smoke" = 1 ]; then
-  time=${TIME:-30s} lines=${LINES:-400} vocab=${VOCAB:-1000} test_lines=100 quick=(--set train.valid_bleu=false)
+  time=${TIME:-30s} lines=${LINES:-400} vocab=${VOCAB:-1000} test_lines=100
+  quick=(--set train.valid_bleu=false --set train.amp=none)
 else
   time=${TIME:-15m} lines=0 vocab=${VOCAB:-8000} test_lines=0
 fi
