@@ -19,6 +19,7 @@ import typer
 
 from nmtkit.cli_options import ConfigValues, config_options
 from nmtkit.config import DataConfig, DecodeConfig, TrainConfig, help_for, parse_duration
+from nmtkit.data.distilled_config import DistillFilterConfig
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate_config import EvaluateConfig
 from nmtkit.serve.config import ServeConfig
@@ -234,15 +235,25 @@ def translate(
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N")] = "auto",
     threads: Annotated[int, typer.Option(help="CPU threads (0 = all cores)")] = 0,
     inter_threads: Annotated[int, typer.Option(help=INTER_THREADS_HELP)] = 1,
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="write the translations to this file, chunk by chunk, with progress on stderr; "
+                               "prints a JSON summary", dir_okay=False)] = None,
+    resume: Annotated[bool, typer.Option(
+        help="continue the --output of an interrupted run: its whole chunks of --buffer-size lines are kept, the "
+             "rest translated again, so the file ends as an uninterrupted run's")] = False,
     overrides: Overrides = None,
 ) -> None:
-    """Translate lines from stdin (or --input) to stdout, one output line per input line (K with --nbest K).
+    """Translate lines from stdin (or --input) to stdout (or --output), one output line per input line (K with
+    --nbest K).
 
     Decoding settings not given here are the model's own (its config's decode section)."""
     from nmtkit.inputs import check_format
     from nmtkit.translate import Translator, translate_stream
+    from nmtkit.translate.output import count_lines, translate_to_file
 
     check_format(input_format)
+    if resume and output is None:
+        raise NmtkitError("--resume continues an --output file; give --output")
     if greedy:
         decode["beam"] = 1
     if fp16 or bf16:
@@ -251,8 +262,13 @@ def translate(
     translator = Translator.load(model, device, threads, average, inter_threads, **decode)
     if alignment and translator.decode.nbest > 1:
         raise NmtkitError("--alignment prints the links of the best translation; it does not combine with --nbest")
-    for text in translate_stream(translator, _open_lines(input), scores, alignment, input_format,
-                                 "<stdin>" if input is None else str(input), html_skip):
+    stream_options = {"scores": scores, "alignment": alignment, "input_format": input_format,
+                      "source": "<stdin>" if input is None else str(input), "html_skip": html_skip}
+    if output is not None:
+        total = count_lines(input) if input is not None else None
+        print(json.dumps(translate_to_file(translator, _open_lines(input), output, resume, total, **stream_options)))
+        return
+    for text in translate_stream(translator, _open_lines(input), **stream_options):
         sys.stdout.write(text)
         sys.stdout.flush()
 
@@ -269,6 +285,26 @@ def _sections(values: dict[str, dict], overrides: list[str] | None) -> dict[str,
         raise NmtkitError(f"--set {unknown[0]}...: this command sets keys of the {' and '.join(known)} section"
                           f"{'s' if len(known) > 1 else ''} only (--set {known[-1]}.key=value)")
     return sections
+
+
+@app.command()
+@handle_errors
+@config_options("settings", DistillFilterConfig)
+def filter_distilled(
+    src: Annotated[Path, typer.Option(help="source side of the corpus the teacher translated", dir_okay=False)],
+    hyp: Annotated[Path, typer.Option(help="the teacher's translations, written by nmtkit translate --scores",
+                                      dir_okay=False)],
+    out_src: Annotated[Path, typer.Option(help="kept source lines", dir_okay=False)],
+    out_tgt: Annotated[Path, typer.Option(help="kept translations, without their scores", dir_okay=False)],
+    report: Annotated[Path | None, typer.Option(help="also write the JSON summary here", dir_okay=False)] = None,
+    *,
+    settings: ConfigValues,
+) -> None:
+    """Drop the distilled pairs where the teacher went wrong (length-ratio outliers, the lowest scores per token);
+    prints the counts as JSON."""
+    from nmtkit.data.distilled import filter_distilled as run_filter
+
+    print(json.dumps(run_filter(src, hyp, out_src, out_tgt, DistillFilterConfig(**settings), report)))
 
 
 @app.command()

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 from cli_runner import assert_error, nmtkit
 from letter_task import letter_lines, letter_task, train_tiny
-from scripts import load_script
+from scripts import ROOT, load_script
 
 from nmtkit import Translator
 from nmtkit.checkpoint import load_checkpoint, make_payload, restore_model, save_atomic
@@ -37,6 +38,7 @@ from nmtkit.translate.ctranslate2_engine import NO_LENGTH_PENALTY, CTranslate2En
 from nmtkit.translate.exported import load_exported
 
 LETTERS = "abcdefgh"
+STUDENT = yaml.safe_load((ROOT / "recipes" / "distill" / "student-6-1.yaml").read_text(encoding="utf-8"))["model"]
 ARCHITECTURES = [
     pytest.param((True, {}), id="pre-norm-shared-tied", marks=pytest.mark.isa),  # pre_norm's model
     pytest.param((True, {"norm": "post"}), id="post-norm-shared-tied"),
@@ -45,6 +47,8 @@ ARCHITECTURES = [
     pytest.param((True, {"activation": "swiglu"}), id="swiglu"),
     pytest.param((True, {"share_embeddings": False, "tie_output": False, "activation": "gelu",
                          "positions": "learned"}), id="unshared-untied-gelu-learned"),
+    pytest.param((True, {key: STUDENT[key] for key in ("encoder_layers", "decoder_layers", "activation")}),
+                 id="distill-student-deep-encoder-shallow-decoder"),  # recipes/distill's layers, the tests' width
 ]
 SEARCHES = [
     pytest.param({"beam": 1}, id="greedy"),

@@ -39,13 +39,14 @@ def translate_html_stream(translator: Translator, lines: Iterator[str], skip: st
 
 def translate_stream(translator: Translator, lines: Iterable[str], scores: bool = False,
                      alignment: bool = False, input_format: str = "text", source: str = "<stdin>",
-                     html_skip: str = "") -> Iterator[str]:
+                     html_skip: str = "", first_line: int = 1) -> Iterator[str]:
     """Translate an iterable of lines chunk by chunk; yields each chunk's formatted output in input order.
 
     Lines are read as `input_format` (`nmtkit.inputs`; `source` names the input in errors); `html` input goes to
     `translate_html_stream` with `html_skip`. With `alignment`, each best translation is followed by ` ||| i-j ...`
     word links (source word first), taken from the model's attention when it is teacher-forced on its own
-    translation. At the end, how many lines lost or broke their placeholders (and were repaired) is logged."""
+    translation. `first_line` numbers the first line (a resumed run's, in warnings and n-best lists). At the end,
+    how many lines lost or broke their placeholders (and were repaired) is logged."""
     iterator = iter(lines)
     if html_skip and input_format != "html":
         raise NmtkitError("--html-skip applies to --input-format html")
@@ -54,7 +55,6 @@ def translate_stream(translator: Translator, lines: Iterable[str], scores: bool 
             raise NmtkitError("--input-format html prints one translation a line: no --nbest, --scores or --alignment")
         yield from translate_html_stream(translator, iterator, html_skip)
         return
-    first_line = 1
     while chunk := [line.rstrip("\r\n") for line in islice(iterator, translator.decode.buffer_size)]:
         requests = parse_requests(chunk, input_format, source, first_line)
         if alignment:

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Sequence-level knowledge distillation (Kim & Rush 2016): the Bible recipe's Spanish -> English Transformer (the
+# teacher) translates its own training source; students with a deep encoder and a shallow decoder learn from those
+# translations plus the original pairs, for a fixed time each, and are exported to int8 with a vocabulary shortlist.
+# The same first student trained on the original pairs alone, for the same time, shows what distillation adds.
+# recipes/distill/report.py then times and scores every model in one run: recipes/distill/README.md.
+#   bash recipes/distill/run.sh              (trains the Bible teacher first if it is missing: make recipe-bible)
+#   SMOKE=1 bash recipes/distill/run.sh      minutes end to end: a 2-minute teacher, a few hundred lines
+# Env: TEACHER (runs/bible-es-en/transformer/model.pt; several paths: an ensemble, translated with PyTorch),
+#      STUDENTS (student-6-1 student-tiny: recipes/distill/NAME.yaml), TIME (15m per student), THREADS (0 = all
+#      cores; the speed table always uses 2), DISTILL_ENGINE (int8: the teacher's int8 export translates, the
+#      fastest; pytorch: the checkpoint itself), FILTER_ARGS (e.g. "--drop-worst 0.05"), BIBLE (data/bible),
+#      DATA (data/distill-es-en), OUT (runs/distill-es-en). Every step is skipped when its output exists, and the
+#      distillation and training resume, so an interrupted recipe continues where it stopped.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+smoke=${SMOKE:-0}
+bible=${BIBLE:-data/bible}
+data=${DATA:-data/distill-es-en}
+out=${OUT:-runs/distill-es-en}
+threads=${THREADS:-0}
+students=${STUDENTS:-student-6-1 student-tiny}
+engine=${DISTILL_ENGINE:-int8}
+# smoke: no dev BLEU (an untrained model's dev translations run to the length limit), no amp trial (seconds each)
+quick=()
+if [ "$smoke" = 1 ]; then
+  time=${TIME:-30s} lines=${LINES:-400} vocab=${VOCAB:-1000} test_lines=100
+  quick=(--set train.valid_bleu=false --set train.amp=none)
+else
+  time=${TIME:-15m} lines=0 vocab=${VOCAB:-8000} test_lines=0
+fi
+mkdir -p "$data" "$out"
+
+[ -f "$bible/raw/train.es" ] || DATA="$bible" bash "$here/../bible/run.sh" data
+
+# the teacher: given, the Bible recipe's model, or (smoke) a narrow Transformer trained for two minutes: enough
+# updates to write words (a few dozen updates of the recipe's model write nothing but the end of the sentence)
+teacher=${TEACHER:-}
+if [ -z "$teacher" ] && [ "$smoke" = 1 ]; then
+  teacher=$out/teacher/model.pt resume=()
+  [ -f "$out/teacher/last.pt" ] && resume=(--resume)
+  [ -f "$teacher" ] || nmtkit train --data "$bible/bpe8000" --config "$here/../bible/transformer.yaml" \
+    --out "$out/teacher" "${resume[@]}" --max-time 2m --threads "$threads" "${quick[@]}" \
+    --set model.d_model=128 --set model.ffn=512 --set train.warmup=20 > /dev/null
+elif [ -z "$teacher" ]; then
+  teacher=runs/bible-es-en/transformer/model.pt
+  [ -f "$teacher" ] || DATA="$bible" bash "$here/../bible/run.sh"
+fi
+read -r -a teachers <<< "$teacher"
+for path in "${teachers[@]}"; do [ -f "$path" ] || { echo "error: teacher $path not found" >&2; exit 1; }; done
+if [ ${#teachers[@]} -eq 1 ]; then
+  [ -f "$out/teacher-int8/nmtkit.json" ] || nmtkit export -m "$teacher" --out "$out/teacher-int8" \
+    --quantization int8 > /dev/null
+fi
+
+# the source side to distil (smoke: its first lines), the teacher's scored translations, the outliers filtered out
+for side in es en; do
+  [ -f "$data/train.$side" ] && continue
+  if [ "$lines" -gt 0 ]; then head -n "$lines" "$bible/raw/train.$side" > "$data/train.$side"
+  else cp "$bible/raw/train.$side" "$data/train.$side"; fi
+done
+models=()
+for path in "${teachers[@]}"; do models+=(-m "$path"); done
+[ "$engine" = int8 ] && [ ${#teachers[@]} -eq 1 ] && models=(-m "$out/teacher-int8")
+if [ ! -f "$data/distill.summary.json" ]; then
+  nmtkit translate "${models[@]}" --beam 5 --scores --threads "$threads" --input "$data/train.es" \
+    --output "$data/distilled.scored.en" --resume > "$data/distill.summary.part"
+  mv "$data/distill.summary.part" "$data/distill.summary.json"
+fi
+# shellcheck disable=SC2086  # FILTER_ARGS are words
+nmtkit filter-distilled --src "$data/train.es" --hyp "$data/distilled.scored.en" --out-src "$data/distilled.es" \
+  --out-tgt "$data/distilled.en" --report "$data/filter.json" ${FILTER_ARGS:-} > /dev/null
+
+# one data directory, one vocabulary: the distilled pairs and the original pairs as two named corpora
+cat > "$data/corpora.yaml" <<EOF
+- {name: original, src: train.es, tgt: train.en, dev: [$(realpath "$bible/raw/dev.es"), $(realpath "$bible/raw/dev.en")]}
+- {name: distilled, src: distilled.es, tgt: distilled.en}
+EOF
+[ -f "$data/prepared/manifest.json" ] || nmtkit prepare --corpora "$data/corpora.yaml" --src-lang es \
+  --tgt-lang en --vocab-size "$vocab" --out "$data/prepared" > /dev/null
+
+train() {  # train NAME CONFIG MIX: a student for $time on the corpora of MIX, exported to int8 with a shortlist
+  local name=$1 config=$2 mix=$3 resume=()
+  [ -f "$out/$name/last.pt" ] && resume=(--resume)
+  if [ ! -f "$out/$name/train.summary.json" ]; then
+    nmtkit train --data "$data/prepared" --config "$config" --out "$out/$name" "${resume[@]}" --max-time "$time" \
+      --threads "$threads" --set "train.stages=[{mix: $mix}]" "${quick[@]}" > "$out/$name/train.summary.part"
+    mv "$out/$name/train.summary.part" "$out/$name/train.summary.json"
+  fi
+  [ -f "$out/$name-int8/nmtkit.json" ] || nmtkit export -m "$out/$name/model.pt" --out "$out/$name-int8" \
+    --quantization int8 --shortlist "$data/prepared" > /dev/null
+}
+first=""
+for student in $students; do
+  mkdir -p "$out/$student"
+  train "$student" "$here/$student.yaml" "{distilled: 1, original: 1}"
+  first=${first:-$student}
+done
+mkdir -p "$out/$first-original"
+train "$first-original" "$here/$first.yaml" "{original: 1}"
+
+rows=(--row "teacher (PyTorch)=$teacher")
+[ ${#teachers[@]} -eq 1 ] && rows+=(--row "teacher int8=$out/teacher-int8")
+for student in $students; do rows+=(--row "$student int8 + shortlist=$out/$student-int8"); done
+rows+=(--row "$first int8 + shortlist, original data only=$out/$first-original-int8")
+python "$here/report.py" --src "$bible/raw/test.es" --ref "$bible/raw/test.en" --lines "$test_lines" \
+  --filter "$data/filter.json" --out "$out" "${rows[@]}" | tee "$out/results.md"

@@ -1,0 +1,71 @@
+"""recipes/distill: its student configs train, export (int8 + shortlist) and translate end to end on the reverse
+task, and report.py's table says what it measured. (The whole recipe runs for minutes: `SMOKE=1 make
+recipe-distill`; this tests its parts.)"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from cli_runner import nmtkit
+from scripts import ROOT, load_script
+
+from nmtkit.config_files import load_yaml
+from nmtkit.run_config import build_config
+
+make_data = load_script("recipes/reverse/make_data.py", "reverse_make_data")
+report = load_script("recipes/distill/report.py", "distill_report")
+STUDENTS = sorted((ROOT / "recipes" / "distill").glob("student-*.yaml"))
+
+
+@pytest.mark.parametrize("path", STUDENTS, ids=lambda path: path.stem)
+def test_students_have_a_deep_encoder_and_a_shallow_decoder(path):
+    model = build_config(load_yaml(path)).model
+    assert model.decoder_layers <= 2 < model.encoder_layers
+    assert model.d_model % model.heads == 0
+
+
+@pytest.fixture(scope="module")
+def reverse_data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("distill-reverse")
+    rng = random.Random(0)
+    for name, count in (("train", 400), ("dev", 30), ("test", 20)):
+        pairs = make_data.make_pairs(count, rng, 3, 8)
+        for side, index in (("src", 0), ("tgt", 1)):
+            (root / f"{name}.{side}").write_text("".join(pair[index] + "\n" for pair in pairs), encoding="utf-8")
+    result = nmtkit("prepare", "--out", str(root / "data"), "--subword", "word", "--vocab-size", "40",
+                    *(f"--{name}-{side}={root / f'{name}.{side}'}" for name in ("train", "dev")
+                      for side in ("src", "tgt")))
+    assert result.exit_code == 0, result.stderr
+    return root
+
+
+def test_a_student_trains_exports_and_translates_on_the_reverse_task(reverse_data, tmp_path):
+    run = tmp_path / "student"
+    trained = nmtkit("train", "--data", str(reverse_data / "data"), "--config", str(ROOT / "recipes" / "distill" /
+                     "student-tiny.yaml"), "--out", str(run), "--max-steps", "8", "--threads", "1",
+                     "--set", "train.valid_bleu=false", "--set", "train.amp=none", "--set", "train.warmup=2",
+                     "--set", "model.d_model=32", "--set", "model.ffn=64")
+    assert trained.exit_code == 0, trained.stderr
+    exported = nmtkit("export", "-m", str(run / "model.pt"), "--out", str(tmp_path / "int8"), "--quantization",
+                      "int8", "--shortlist", str(reverse_data / "data"))
+    assert exported.exit_code == 0, exported.stderr
+    lines = (reverse_data / "test.src").read_text(encoding="utf-8").splitlines()
+    translated = nmtkit("translate", "-m", str(tmp_path / "int8"), "--input", str(reverse_data / "test.src"),
+                        "--greedy", "--threads", "1")
+    assert translated.exit_code == 0, translated.stderr
+    assert len(translated.stdout.splitlines()) == len(lines)
+
+
+def test_the_table_shows_every_model_and_the_filter_counts():
+    rows = {name: {"size_mb": size, "beam 5": {"bleu": 30.1, "chrf": 50.2, "sentences_per_s": speed},
+                   "greedy": {"bleu": 29.0, "chrf": 49.0, "sentences_per_s": 2 * speed}}
+            for name, size, speed in (("teacher int8", 12.5, 60.0), ("student-tiny int8 + shortlist", 3.1, 240.0))}
+    filtered = json.loads('{"read": 100, "kept": 97, "removed": {"empty": 1, "length_ratio": 2, "score": 0}}')
+    text = report.table(rows, 2, 1002, filtered)
+    lines = text.splitlines()
+    assert lines[2].startswith("| teacher int8 | 12.5 | 30.1 | 50.2 | 29.0 | 60.0 | 120.0 |")
+    assert lines[3].startswith("| student-tiny int8 + shortlist | 3.1 |")
+    assert "1002 test sentences" in text and "2 threads" in text and report.cpu_name() in text
+    assert "97 of 100 kept" in text and "2 length_ratio" in text

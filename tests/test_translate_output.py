@@ -1,0 +1,131 @@
+"""nmtkit translate --output/--resume (nmtkit/translate/output.py): a run killed mid-corpus and continued with the
+same command ends with the file an uninterrupted run writes, one line per input line.
+
+The model is a tiny Transformer of fixed (seeded, untrained) weights: its translations are nonsense that often runs
+to the length limit, which is what a slow search looks like; only their equality between runs is asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from cli_runner import assert_error, nmtkit
+
+from nmtkit.checkpoint import make_payload, save_atomic
+from nmtkit.config import DataConfig
+from nmtkit.data.subword import train_subword
+from nmtkit.registry import build_model
+from nmtkit.run_config import build_config
+from nmtkit.translate.output import count_lines, keep_whole_chunks
+
+WORDS = "uno dos tres cuatro cinco seis siete ocho nueve diez".split()
+CHUNK = 10  # --buffer-size of the runs: the input is several chunks
+KILL_AFTER = 25  # lines fed to the run that is killed: two whole chunks are written, then it waits for more
+WAIT_SECONDS = 300  # each run takes seconds; a loaded machine's start (torch's import) can take a minute
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> tuple[Path, Path]:
+    """(checkpoint, input of 57 lines, a few of them empty)."""
+    root = tmp_path_factory.mktemp("distill-output")
+    rng = random.Random(0)
+    lines = [" ".join(rng.choices(WORDS, k=rng.randint(0, 9))) for _ in range(57)]
+    subword = train_subword(lines, DataConfig(subword="word", vocab_size=20), 20)
+    config = build_config({"model": {"encoder_layers": 2, "decoder_layers": 1, "d_model": 16, "heads": 2,
+                                     "ffn": 32, "max_positions": 40}})
+    torch.manual_seed(0)
+    model = build_model(config.model, subword.vocab_size, subword.vocab_size, True).eval()
+    save_atomic(make_payload(config, model, (subword, subword)), root / "model.pt")
+    (root / "input.txt").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return root / "model.pt", root / "input.txt"
+
+
+def command(checkpoint: Path, output: Path, *options: str) -> list[str]:
+    return [sys.executable, "-m", "nmtkit", "translate", "-m", str(checkpoint), "--output", str(output),
+            "--buffer-size", str(CHUNK), "--beam", "3", "--threads", "1", "--device", "cpu", *options]
+
+
+def run(args: list[str]) -> dict:
+    done = subprocess.run(args, capture_output=True, text=True, timeout=WAIT_SECONDS,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def kill_after_two_chunks(args: list[str], lines: list[str], output: Path) -> None:
+    """Run `args` on the first KILL_AFTER `lines` through a pipe that stays open, so that it translates two whole
+    chunks and waits for the third; SIGKILL it there."""
+    process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        process.stdin.write("".join(lines[:KILL_AFTER]).encode("utf-8"))
+        process.stdin.flush()
+        deadline = time.monotonic() + WAIT_SECONDS
+        while not (output.exists() and count_lines(output) >= 2 * CHUNK) and time.monotonic() < deadline:
+            assert process.poll() is None, "the run ended before it was killed"
+            time.sleep(0.05)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(WAIT_SECONDS)
+    assert count_lines(output) == 2 * CHUNK
+
+
+def test_a_killed_run_resumed_ends_as_an_uninterrupted_run(corpus, tmp_path):
+    checkpoint, source = corpus
+    lines = source.read_text(encoding="utf-8").splitlines(keepends=True)
+    whole = run(command(checkpoint, tmp_path / "whole.txt", "--input", str(source)))
+    assert whole == {"output": str(tmp_path / "whole.txt"), "lines": len(lines), "translated": len(lines)}
+
+    resumed = tmp_path / "resumed.txt"
+    kill_after_two_chunks(command(checkpoint, resumed), lines, resumed)
+    with open(resumed, "ab") as handle:  # as if killed in the middle of writing the third chunk
+        handle.write(b"a complete line\npart of a li")
+    summary = run(command(checkpoint, resumed, "--input", str(source), "--resume"))
+
+    assert summary["lines"] == len(lines) and summary["translated"] == len(lines) - 2 * CHUNK
+    assert resumed.read_bytes() == (tmp_path / "whole.txt").read_bytes()
+    assert count_lines(resumed) == len(lines)
+
+
+def test_keep_whole_chunks_cuts_partial_chunks_and_lines(tmp_path):
+    path = tmp_path / "out.txt"
+    path.write_bytes(b"a\nb\nc\nd\ne\nf\ng\npartial")
+    assert keep_whole_chunks(path, 3) == 6
+    assert path.read_bytes() == b"a\nb\nc\nd\ne\nf\n"
+    assert keep_whole_chunks(path, 3) == 6  # whole chunks are kept as they are
+    assert keep_whole_chunks(path, 4) == 4 and path.read_bytes() == b"a\nb\nc\nd\n"
+
+
+def test_count_lines_counts_a_last_line_without_newline(tmp_path):
+    for text, count in ((b"", 0), (b"a\n", 1), (b"a\nb", 2), (b"\n\n", 2)):
+        (tmp_path / "f").write_bytes(text)
+        assert count_lines(tmp_path / "f") == count
+
+
+def test_output_file_holds_what_stdout_shows(corpus, tmp_path):
+    checkpoint, source = corpus
+    options = ["translate", "-m", str(checkpoint), "--input", str(source), "--beam", "2", "--threads", "1"]
+    printed = nmtkit(*options)
+    written = nmtkit(*options, "--output", str(tmp_path / "out.txt"))
+    assert printed.exit_code == 0 and written.exit_code == 0, written.stderr
+    assert (tmp_path / "out.txt").read_text(encoding="utf-8") == printed.stdout
+    assert json.loads(written.stdout)["lines"] == count_lines(source)
+
+
+def test_output_errors(corpus, tmp_path):
+    checkpoint, source = corpus
+    base = ["translate", "-m", str(checkpoint), "--input", str(source)]
+    assert_error(nmtkit(*base, "--resume"), "--resume", "--output")
+    (tmp_path / "out.txt").write_text("earlier work\n", encoding="utf-8")
+    assert_error(nmtkit(*base, "--output", str(tmp_path / "out.txt")), "exists", "--resume")
+    assert_error(nmtkit(*base, "--output", str(tmp_path / "out.txt"), "--resume", "--nbest", "2"), "--nbest")
+    assert (tmp_path / "out.txt").read_text(encoding="utf-8") == "earlier work\n"
