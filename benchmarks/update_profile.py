@@ -18,12 +18,14 @@ batches of the training split's first epoch (token-budget batches of sentences o
    GEMM (2048 x 2048 x 2048), each timed alone in float32 with the same threads, against the FMA peak
    (--peak-gflops, or cores x FLOPs a cycle x --ghz).
 
-`--isa avx2` runs the benchmark again in a process with ATEN_CPU_CAPABILITY=avx2, ONEDNN_MAX_CPU_ISA=AVX2 and
-MKL_ENABLE_INSTRUCTIONS=AVX2 (a CPU with AVX-512 then computes as an AVX2-only one, such as AMD Zen 3, would);
-the output names the ISA in force either way.
+`--compile` times the updates with train.compile (torch.compile of the training forward; the warm-up updates then
+include its compilation, and each new batch shape may compile again). `--isa avx2` runs the benchmark again in a
+process with ATEN_CPU_CAPABILITY=avx2, ONEDNN_MAX_CPU_ISA=AVX2 and MKL_ENABLE_INSTRUCTIONS=AVX2 (a CPU with AVX-512
+then computes as an AVX2-only one, such as AMD Zen 3, would); the output names the ISA in force either way.
 
 Usage: python benchmarks/update_profile.py [--config recipes/bible/transformer.yaml] [--data data/bible/bpe8000]
-[--threads 2] [--updates 30] [--warmup 5] [--profiled 10] [--isa native|avx2] [--ghz 3.0] [--peak-gflops N]
+[--threads 2] [--updates 30] [--warmup 5] [--profiled 10] [--compile] [--isa native|avx2] [--ghz 3.0]
+[--peak-gflops N]
 (data: `make bible-data`).
 """
 
@@ -73,6 +75,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--profiled", type=int, default=10, help="updates under the profiler")
     parser.add_argument("--isa", choices=["native", "avx2"], default="native",
                         help="avx2: force AVX2 kernels in ATen, oneDNN and MKL (for a CPU with AVX-512)")
+    parser.add_argument("--compile", action="store_true",
+                        help="train.compile: torch.compile the training forward (the warm-up updates then compile)")
     parser.add_argument("--ghz", type=float, default=None, help="core clock for the peak (default: lscpu's max)")
     parser.add_argument("--peak-gflops", type=float, default=None, help="float32 FMA peak of --threads cores")
     return parser.parse_args(argv)
@@ -118,6 +122,7 @@ def peak_gflops(args: argparse.Namespace) -> tuple[float | None, str]:
 def build_trainer(args: argparse.Namespace) -> Trainer:
     config = build_config(load_yaml(args.config))
     config.train.threads, config.train.amp, config.train.max_steps = args.threads, "none", 10**9
+    config.train.compile = args.compile
     trainer = Trainer(completed(config), args.data, Path(tempfile.mkdtemp()), quiet=True)
     trainer.settle_precision()
     return trainer
@@ -260,7 +265,9 @@ def main(argv: list[str] | None = None) -> None:
     peak, peak_source = peak_gflops(args)
     print(f"CPU: {cpu_name()}, {torch.get_num_threads()} threads; {isa_in_force()}; torch {torch.__version__}")
     print("FMA peak (float32): " + (f"{peak:.0f} GFLOP/s = {peak_source}" if peak else peak_source))
-    run_updates(trainer, warmup)
+    warmup_seconds = run_updates(trainer, warmup)
+    print(f"warm-up: {args.warmup} updates in {warmup_seconds:.1f} s"
+          + (" (torch.compile's compilation included)" if args.compile else ""))
     achieved = report_speed(trainer, timed, run_updates(trainer, timed), peak)
     seconds, by_category, by_op, averages = profile_updates(trainer, profiled)
     report_profile(seconds, by_category, by_op, len(profiled))
