@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 import tempfile
 import time
@@ -93,6 +94,13 @@ def isa_in_force() -> str:
     forced = {key: os.environ[key] for key in AVX2_ENV if key in os.environ}
     how = ", ".join(f"{key}={value}" for key, value in forced.items()) if forced else "nothing forced"
     return f"ATen CPU capability {torch.backends.cpu.get_cpu_capability()} ({how})"
+
+
+def blas() -> str:
+    """The BLAS library torch was built with (what its float32 addmm/mm call on a CPU), and whether oneDNN is in."""
+    found = re.search(r"BLAS_INFO=(\w+)", torch.__config__.show())
+    onednn = "on" if torch.backends.mkldnn.is_available() else "off"
+    return f"BLAS {found.group(1) if found else 'unknown'}, oneDNN {onednn}"
 
 
 def cpu_name() -> str:
@@ -263,7 +271,8 @@ def main(argv: list[str] | None = None) -> None:
     warmup, timed, profiled = (batches[:args.warmup], batches[args.warmup:args.warmup + args.updates],
                                batches[args.warmup + args.updates:])
     peak, peak_source = peak_gflops(args)
-    print(f"CPU: {cpu_name()}, {torch.get_num_threads()} threads; {isa_in_force()}; torch {torch.__version__}")
+    print(f"CPU: {cpu_name()}, {torch.get_num_threads()} threads; {isa_in_force()}; torch {torch.__version__}, "
+          f"{blas()}")
     print("FMA peak (float32): " + (f"{peak:.0f} GFLOP/s = {peak_source}" if peak else peak_source))
     warmup_seconds = run_updates(trainer, warmup)
     print(f"warm-up: {args.warmup} updates in {warmup_seconds:.1f} s"
