@@ -138,7 +138,11 @@ class TrainConfig:
     lr: float = option(-1.0, "peak learning rate, reached at the end of warmup; -1 = by device: 1e-3 on a CPU, "
                              "7e-4 on a GPU")
     warmup: int = option(-1, "linear warmup steps, then the lr_schedule's decay; -1 = by device: 500 on a CPU, "
-                             "4000 on a GPU, and at most a tenth of max_steps")
+                             "4000 on a GPU, and at most warmup_share of max_steps")
+    warmup_share: float = option(
+        0.1, "the linear schedule's warmup ends, at the latest, once this share of the budget (max_steps or max_time, "
+        "whichever is further) is spent, so that a short run still spends most of its updates after it; 0 = after "
+        "train.warmup updates only", low=0.0, high=1.0)
     lr_schedule: Literal["auto", "inverse_sqrt", "linear"] = option(
         "auto", "after the warmup, inverse_sqrt: lr * sqrt(warmup / step); linear: lr decays linearly to 0 at the end "
         "of the budget (the fraction of max_steps or max_time spent, whichever is further); auto = by device: linear "
@@ -146,7 +150,8 @@ class TrainConfig:
     adam_beta1: float = option(0.9, "Adam beta1")
     adam_beta2: float = option(0.98, "Adam beta2")
     adam_eps: float = option(1e-9, "Adam epsilon")
-    weight_decay: float = option(0.0, "AdamW weight decay")
+    weight_decay: float = option(0.1, "AdamW weight decay, on every weight (0.1: the Bible recipe's, "
+                                      "recipes/bible/README.md)")
     label_smoothing: float = option(0.1, "label smoothing epsilon")
     dropout_from: float = option(
         0.0, "late dropout (Liu et al. 2023): the model's dropout is off until this fraction of the budget "

@@ -42,6 +42,18 @@ def test_masked_softmax_all_masked_row_gives_zeros():
     assert weights[1, 1] == 0
 
 
+def test_masked_softmax_being_compiled_skips_the_check_and_gives_the_same_weights(monkeypatch):
+    """torch.compile sees no data-dependent check (it would break the graph): the same weights, zeros included."""
+    scores = torch.tensor([[1.0, 2.0, 3.0], [0.5, -1.0, 4.0]])
+    for mask in (torch.tensor([[False, False, False], [True, False, True]]), torch.tensor([[True, False, True]] * 2)):
+        eager = masked_softmax(scores, mask)
+        with monkeypatch.context() as patch:
+            patch.setattr(torch.compiler, "is_compiling", lambda: True)
+            patch.setattr(torch.Tensor, "__bool__", lambda _: pytest.fail("a data-dependent check while compiling"))
+            compiled = masked_softmax(scores, mask)
+        torch.testing.assert_close(compiled, eager, rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_masked_softmax_equals_masked_fill_softmax_forward_and_backward(dtype: torch.dtype):
     """The additive mask (and, on a CPU, no zeroing pass when every row attends somewhere) gives exactly what

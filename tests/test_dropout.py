@@ -115,3 +115,13 @@ def test_every_model_uses_nmtkit_dropout(name: str):
     model = build_model(MODELS[name].config_cls(), 20, 20, True)
     assert not [module for module in model.modules() if type(module) is nn.Dropout]
     assert any(isinstance(module, Dropout) for module in model.modules())
+
+
+def test_code_being_compiled_takes_torchs_dropout(monkeypatch):
+    """Inductor cannot compile keep_mask's 64-bit constants; compiled code draws its masks with F.dropout."""
+    calls = []
+    monkeypatch.setattr(torch.nn.functional, "dropout", lambda x, p, training: calls.append(p) or x)
+    x = torch.ones(4, 8)
+    assert not torch.equal(dropout(x, 0.5), x) and calls == []
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    assert torch.equal(dropout(x, 0.5), x) and calls == [0.5]

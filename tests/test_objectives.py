@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from nmtkit.data.subword import PAD
-from nmtkit.training.objectives import label_smoothed_nll, scheduled_sampling_log_probs
+from nmtkit.data.subword import BOS, EOS, PAD
+from nmtkit.training.objectives import TrainingForward, label_smoothed_nll, scheduled_sampling_log_probs
 
 
 @pytest.mark.parametrize("epsilon", [0.0, 0.1, 0.3])
@@ -89,3 +89,26 @@ def test_scheduled_sampling_with_probability_one_ignores_the_reference(make_tran
     with torch.no_grad():
         half = scheduled_sampling_log_probs(model, src, src_mask, tgt_in, 0.5)
     assert not torch.allclose(half, results[0])
+
+
+def test_the_training_forward_compiles_whole_and_matches_eager(make_transformer, source_batch):
+    """train.compile's graph has no break (fullgraph: masked_softmax's data-dependent check steps aside while
+    compiling) and gives eager's loss and gradients. The "eager" backend runs the graph dynamo captured, without
+    inductor's slow code generation (a break fails the same way)."""
+    _, src, src_mask = source_batch
+    tgt_in = torch.tensor([[BOS, 4, 5, 6], [BOS, 7, PAD, PAD], [BOS, 8, 9, PAD]])
+    tgt_out = torch.tensor([[4, 5, 6, EOS], [7, EOS, PAD, PAD], [8, 9, EOS, PAD]])
+    results = []
+    for compiled in (False, True):
+        model = make_transformer(dropout=0.0, encoder_layers=1, decoder_layers=1, seed=3).train()
+        forward = TrainingForward(model)
+        if compiled:
+            forward = torch.compile(forward, backend="eager", fullgraph=True, dynamic=False)
+        loss = label_smoothed_nll(forward(src, src_mask, tgt_in), tgt_out, 0.1)[0]
+        loss.backward()
+        results.append((loss.detach(), [parameter.grad for parameter in model.parameters()]))
+    torch._dynamo.reset()
+    (eager_loss, eager_grads), (compiled_loss, compiled_grads) = results
+    torch.testing.assert_close(compiled_loss, eager_loss)
+    for compiled_grad, eager_grad in zip(compiled_grads, eager_grads):
+        torch.testing.assert_close(compiled_grad, eager_grad)

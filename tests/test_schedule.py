@@ -47,9 +47,55 @@ def test_the_cpu_schedule_is_the_bible_recipes():
         (CPU_SCHEDULE.batch_tokens, CPU_SCHEDULE.warmup, CPU_SCHEDULE.lr, CPU_SCHEDULE.lr_schedule)
 
 
+def test_the_bare_defaults_train_the_bible_recipes_model_with_its_weight_decay():
+    """What the recipe learnt (GELU, no feed-forward dropout, weight decay 0.1) is what a bare `nmtkit train` gets."""
+    from pathlib import Path
+
+    import yaml
+
+    from nmtkit.models.transformer import TransformerConfig
+
+    recipe = yaml.safe_load((Path(__file__).resolve().parents[1] / "recipes/bible/transformer.yaml").read_text())
+    model, bare = recipe["model"], TransformerConfig()
+    assert {key: getattr(bare, key) for key in model} == model
+    assert TrainConfig().weight_decay == recipe["train"]["weight_decay"]
+
+
 @pytest.mark.parametrize("max_steps, warmup", [(0, 500), (100_000, 500), (2000, 200), (300, 30), (5, 1)])
 def test_warmup_is_at_most_a_tenth_of_a_step_budget(max_steps, warmup):
     assert resolve_schedule(TrainConfig(max_steps=max_steps), "cpu").warmup == warmup
+
+
+def test_warmup_share_sets_the_step_budgets_cap_and_zero_leaves_the_devices_warmup():
+    assert resolve_schedule(TrainConfig(max_steps=2000, warmup_share=0.05), "cpu").warmup == 100
+    assert resolve_schedule(TrainConfig(max_steps=2000, warmup_share=0.0), "cpu").warmup == 500
+
+
+def test_a_short_time_budget_ends_the_warmup_at_its_share_of_the_time():
+    """8 minutes that buy ~800 updates: the 500-step warmup ends after 48 s (a tenth), not after 500 updates."""
+    factor = linear_to_budget(warmup=500, max_steps=0, max_time=480.0, warmup_share=0.1)
+    assert factor(10, 24.0) == pytest.approx(0.5 * (1 - 0.05))  # half of the warmup's time: half the lr
+    assert factor(80, 48.0) == pytest.approx(1 - 0.1)  # 80 updates in, the warmup is over
+    assert factor(80, 48.0) > linear_to_budget(warmup=500, max_steps=0, max_time=480.0)(80, 48.0)
+    ramp = [factor(step, step * 0.6) for step in range(1, 81)]
+    assert all(later > earlier for earlier, later in zip(ramp, ramp[1:]))  # rising through the warmup
+
+
+def test_a_long_budget_keeps_the_step_warmup():
+    """The Bible recipe's hour (thousands of updates): the 500 warmup steps end before a tenth of the time does, so
+    the share changes nothing."""
+    shared = linear_to_budget(warmup=500, max_steps=0, max_time=3240.0, warmup_share=0.1)
+    steps_only = linear_to_budget(warmup=500, max_steps=0, max_time=3240.0)
+    for step, elapsed in ((1, 0.2), (100, 30.0), (250, 80.0), (500, 160.0), (5000, 1700.0)):
+        assert shared(step, elapsed) == pytest.approx(steps_only(step, elapsed))
+
+
+def test_warmup_share_of_a_step_budget_matches_the_capped_warmup():
+    """With max_steps alone the share is the resolved warmup's cap: the same factor at every step."""
+    shared = linear_to_budget(warmup=500, max_steps=300, max_time=0.0, warmup_share=0.1)
+    capped = linear_to_budget(warmup=30, max_steps=300, max_time=0.0)
+    for step in range(1, 301):
+        assert shared(step, 0.0) == pytest.approx(capped(step, 0.0))
 
 
 def test_settings_given_are_kept():

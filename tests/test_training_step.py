@@ -87,10 +87,10 @@ def test_training_with_scheduled_sampling_ramps_the_probability(data_dir: Path, 
 def test_late_dropout_is_off_until_its_fraction_of_the_budget_then_at_the_models_rates(data_dir: Path,
                                                                                        tmp_path: Path, caplog):
     config = tiny_config(dropout_from=0.5, max_steps=8, valid_bleu=False)
-    config.model.attention_dropout = 0.2
+    config.model.attention_dropout, config.model.activation_dropout = 0.2, 0.3
     trainer = Trainer(config, data_dir, tmp_path)
     rates = {(type(module).__name__, rate) for module, _, rate in trainer.updater.late_dropout.rates}
-    assert rates == {("Dropout", 0.1), ("MultiHeadAttention", 0.2)}
+    assert rates == {("Dropout", 0.1), ("Dropout", 0.3), ("MultiHeadAttention", 0.2)}
     seen = []
     update = trainer.updater.update
 
@@ -102,7 +102,7 @@ def test_late_dropout_is_off_until_its_fraction_of_the_budget_then_at_the_models
     trainer.updater.update = recording_update
     with caplog.at_level("INFO", logger="nmtkit.training"):
         assert trainer.run()["steps"] == 8
-    assert seen == [[0.0]] * 4 + [[0.1, 0.2]] * 4  # off for steps 1-4 (0/8 to 3/8 spent), on from the 5th
+    assert seen == [[0.0]] * 4 + [[0.1, 0.2, 0.3]] * 4  # off for steps 1-4 (0/8 to 3/8 spent), on from the 5th
     assert "step 4: dropout on" in caplog.text
 
 

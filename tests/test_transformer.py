@@ -8,6 +8,7 @@ from model_checks import assert_step_matches_forward
 
 from nmtkit.data.dataset import encode_sources, pad_sequences
 from nmtkit.data.subword import BOS
+from nmtkit.models.transformer import TransformerConfig
 from nmtkit.modules.dropout import Dropout
 
 VARIANTS = [(norm, positions) for norm in ("pre", "post") for positions in ("sinusoidal", "learned")]
@@ -66,17 +67,22 @@ def test_eval_mode_is_deterministic_and_train_mode_uses_dropout(tiny_transformer
     assert not torch.allclose(first, dropped)
 
 
-def test_activation_dropout_defaults_to_dropout_and_is_set_on_its_own(make_transformer, source_batch):
+def test_activation_dropout_is_off_by_default_takes_dropout_at_minus_one_and_is_set_on_its_own(make_transformer,
+                                                                                              source_batch):
     def rates(model):
         return {name: module.p for name, module in model.named_modules() if isinstance(module, Dropout)}
 
-    inherited = rates(make_transformer(dropout=0.3))
-    assert set(inherited.values()) == {0.3}
+    def feed_forward_rates(model):
+        return {rate for name, rate in rates(model).items() if name.endswith("feed_forward.dropout")}
+
+    assert TransformerConfig().activation_dropout == 0.0  # the Bible recipe's
+    assert set(rates(make_transformer(dropout=0.3, activation_dropout=-1.0)).values()) == {0.3}
     own = rates(make_transformer(dropout=0.3, activation_dropout=0.0))
     feed_forward = {name for name in own if name.endswith("feed_forward.dropout")}
     assert len(feed_forward) == 4  # the tiny model has 2 + 2 layers
     assert {own[name] for name in feed_forward} == {0.0}
     assert {rate for name, rate in own.items() if name not in feed_forward} == {0.3}
+    assert feed_forward_rates(make_transformer(dropout=0.3, activation_dropout=0.2)) == {0.2}
     # only the activations dropped: training mode changes the output, and with both rates 0 it does not
     _, src, src_mask = source_batch
     tgt_in = target_inputs([[4, 5], [6], [7, 8]])

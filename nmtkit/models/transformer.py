@@ -34,10 +34,10 @@ class TransformerConfig:
     ffn: int = option(1024, "feed-forward inner dimension")
     dropout: float = option(0.1, "dropout on embeddings and sub-layer outputs")
     attention_dropout: float = option(0.0, "dropout on attention weights")
-    activation_dropout: float = option(-1.0, "dropout on the feed-forward layer's activations; -1 = dropout's value "
-                                             "(fairseq's activation_dropout, whose default is 0)")
+    activation_dropout: float = option(0.0, "dropout on the feed-forward layer's activations (fairseq's "
+                                            "activation_dropout, the same default); -1 = dropout's value")
     activation: Literal["relu", "gelu", "reglu", "geglu", "swiglu"] = option(
-        "relu", "feed-forward activation; reglu, geglu and swiglu are gated linear units (Shazeer 2020): "
+        "gelu", "feed-forward activation; reglu, geglu and swiglu are gated linear units (Shazeer 2020): "
         "act(x W) * (x V), W and V both d_model x ffn, so 1.5x the feed-forward weights of the same ffn ungated")
     norm: Literal["pre", "post"] = option("pre", "layer norm before (pre) or after (post) each sub-layer")
     positions: Literal["sinusoidal", "learned"] = option("sinusoidal", "position embeddings")

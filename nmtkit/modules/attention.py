@@ -25,8 +25,9 @@ def masked_softmax(scores: Tensor, mask: Tensor | None, dim: int = -1, dtype: to
     bias = torch.zeros(mask.shape, dtype=scores.dtype, device=scores.device).masked_fill_(~mask, float("-inf"))
     weights = torch.softmax(scores + bias, dim=dim, dtype=dtype)
     # a row with nothing to attend to is NaN here; on a CPU, where checking costs no device sync, the usual case of
-    # none skips the pass that zeroes them (and its backward)
-    if scores.device.type == "cpu" and bool(mask.any(dim=dim).all()):
+    # none skips the pass that zeroes them (and its backward). Compiled code zeroes them always: the check would
+    # break its graph, and inductor fuses the pass into the softmax
+    if scores.device.type == "cpu" and not torch.compiler.is_compiling() and bool(mask.any(dim=dim).all()):
         return weights
     return weights.nan_to_num(0.0)
 

@@ -11,7 +11,8 @@ model 85). Each word gives four 16-bit lanes, and an element is dropped where it
 round(p * 65536): the drop probability is that count over 65536 (within 7.7e-6 of p) and the kept elements are
 scaled by its inverse complement, so the expectation is unchanged. The key is drawn from torch's CPU generator, so
 activation checkpointing, which restores that generator's state before it recomputes a layer, draws the same mask
-again. Elsewhere (CUDA) and for probabilities that 16 bits cannot express, `F.dropout`.
+again. Elsewhere (CUDA, code compiled by torch.compile) and for probabilities that 16 bits cannot express,
+`F.dropout`.
 """
 
 from __future__ import annotations
@@ -59,7 +60,9 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
     """`F.dropout(x, p, training)`, with `keep_mask` on a CPU."""
     if not training or p == 0.0:
         return x
-    if x.device.type != "cpu" or not 0 < round(p * LANES) < LANES:
+    # under torch.compile inductor draws the mask inside its fused kernel; it cannot compile keep_mask's 64-bit
+    # constants (an OverflowError in its C++ code generation, torch 2.13)
+    if x.device.type != "cpu" or not 0 < round(p * LANES) < LANES or torch.compiler.is_compiling():
         return F.dropout(x, p, training)
     mask = keep_mask(x.shape, p, x.dtype, x.device)
     if x.dtype in (torch.float32, torch.float64):

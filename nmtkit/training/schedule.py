@@ -35,12 +35,14 @@ GPU_SCHEDULE = DeviceSchedule(batch_tokens=4096, warmup=4000, lr=7e-4, lr_schedu
 
 def resolve_schedule(train: TrainConfig, device_type: str) -> TrainConfig:
     """`train` with the settings left to the device (batch_tokens 0, warmup -1, lr -1, lr_schedule auto) filled
-    in: the CPU or GPU schedule, with the warmup at most a tenth of max_steps (a short run still spends most
-    updates after it), and a linear decay only where the run has a budget to decay to."""
+    in: the CPU or GPU schedule, with the warmup at most train.warmup_share of max_steps (a short run still spends
+    most updates after it; a time budget is shared the same way by `linear_to_budget`), and a linear decay only
+    where the run has a budget to decay to."""
     schedule = GPU_SCHEDULE if device_type == "cuda" else CPU_SCHEDULE
     warmup = train.warmup
     if warmup < 0:
-        warmup = min(schedule.warmup, max(1, train.max_steps // 10)) if train.max_steps else schedule.warmup
+        capped = train.max_steps and train.warmup_share > 0
+        warmup = min(schedule.warmup, max(1, int(train.max_steps * train.warmup_share))) if capped else schedule.warmup
     lr_schedule = train.lr_schedule
     if lr_schedule == "auto":
         lr_schedule = schedule.lr_schedule if train.max_steps or train.max_time else "inverse_sqrt"
@@ -58,16 +60,19 @@ def inverse_sqrt(warmup: int):
     return factor
 
 
-def linear_to_budget(warmup: int, max_steps: int, max_time: float):
-    """lr factor of (step, seconds trained): a linear warmup over `warmup` steps, times a linear decay from 1 to 0
-    over the budget, the fraction of max_steps or max_time spent, whichever is further (0 = no such budget):
-    min(step / warmup, 1) * (1 - spent). At least one budget must be set."""
+def linear_to_budget(warmup: int, max_steps: int, max_time: float, warmup_share: float = 0.0):
+    """lr factor of (step, seconds trained): a linear warmup, times a linear decay from 1 to 0 over the budget, the
+    fraction `spent` of max_steps or max_time, whichever is further (0 = no such budget). The warmup ends after
+    `warmup` steps or once `warmup_share` of the budget is spent, whichever comes first (0: steps only), so that a
+    budget of few updates is not mostly warmup: min(max(step / warmup, spent / warmup_share), 1) * (1 - spent).
+    At least one budget must be set."""
     if max_steps <= 0 and max_time <= 0:
         raise ValueError("a linear decay to the end of the budget needs max_steps or max_time")
 
     def factor(step: int, elapsed: float) -> float:
-        ramp = min(max(step, 1) / warmup, 1.0) if warmup > 0 else 1.0
-        return ramp * max(0.0, 1.0 - budget_spent(step, elapsed, max_steps, max_time))
+        spent = budget_spent(step, elapsed, max_steps, max_time)
+        ramp = max(max(step, 1) / warmup, spent / warmup_share if warmup_share > 0 else 0.0) if warmup > 0 else 1.0
+        return min(ramp, 1.0) * max(0.0, 1.0 - spent)
 
     return factor
 

@@ -28,7 +28,7 @@ def lr_factor(train: TrainConfig, progress: Progress):
     """The schedule as LambdaLR's function of the step; the linear decay also reads the seconds trained so far
     (`progress`, restored on resume)."""
     if train.lr_schedule == "linear":
-        factor = linear_to_budget(train.warmup, train.max_steps, train.max_time)
+        factor = linear_to_budget(train.warmup, train.max_steps, train.max_time, train.warmup_share)
         return lambda step: factor(step, progress.elapsed)
     return inverse_sqrt(train.warmup)
 
