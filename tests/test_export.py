@@ -48,7 +48,8 @@ ARCHITECTURES = [
     pytest.param((True, {"share_embeddings": False, "tie_output": False, "activation": "gelu",
                          "positions": "learned"}), id="unshared-untied-gelu-learned"),
     pytest.param((True, {key: STUDENT[key] for key in ("encoder_layers", "decoder_layers", "activation")}),
-                 id="distill-student-deep-encoder-shallow-decoder"),  # recipes/distill's layers, the tests' width
+                 id="distill-student-deep-encoder-shallow-decoder",  # recipes/distill's layers, the tests' width
+                 marks=pytest.mark.isa),
 ]
 SEARCHES = [
     pytest.param({"beam": 1}, id="greedy"),

@@ -148,6 +148,7 @@ def test_a_model_trained_with_placeholders_masks_alike_as_checkpoint_and_export(
         assert all(kept(line, text) for line, text in zip(lines, translator.translate(lines)))
 
 
+@pytest.mark.isa  # CTranslate2's kernels against PyTorch's: the repair's attention included
 def test_an_export_carries_the_rule_and_masks_as_its_checkpoint(models):
     assert json.loads((models.exported / "nmtkit.json").read_text())["placeholders"]["families"] == \
         PATTERNS.as_dict()
