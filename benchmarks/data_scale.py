@@ -261,6 +261,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     """Rows are printed as they are measured, so that a run cut short keeps the ones done."""
     args = parse_args(argv)
+    args.work.mkdir(parents=True, exist_ok=True)
     pool = half_pool(np.random.default_rng(SEED))
     print(f"device {args.device}, model {args.model}, {args.steps} steps of {args.batch_tokens} tokens")
     print(HEADER, flush=True)

@@ -6,7 +6,6 @@ every start.
 """
 
 import functools
-import io
 import json
 import logging
 import os
@@ -171,7 +170,9 @@ def train(
     from nmtkit.training.command import train_command
 
     if gpus > 1 and "LOCAL_RANK" not in os.environ:
-        raise typer.Exit(_launch_on_gpus(gpus))
+        from nmtkit.runtime.distributed import launch_on_gpus
+
+        raise typer.Exit(launch_on_gpus(gpus, sys.argv[1:]))
     summary = train_command(data, out, config, model, overrides or [], resume, quiet, max_steps=max_steps,
                             max_time=parse_duration(max_time) if max_time else None, device=device,
                             threads=threads, seed=seed, update_freq=update_freq,
@@ -180,34 +181,6 @@ def train(
         print(json.dumps(summary))
         if "interrupted" in summary and "LOCAL_RANK" not in os.environ:  # under torchrun: a clean exit
             raise typer.Exit(128 + getattr(signal, summary["interrupted"]))
-
-
-def _launch_on_gpus(gpus: int) -> int:
-    """Run this same `nmtkit ... train` command (without --gpus) as `gpus` processes under torchrun."""
-    import torch
-
-    from nmtkit.runtime.distributed import launch
-
-    if torch.cuda.device_count() < gpus:
-        raise NmtkitError(f"--gpus {gpus} needs {gpus} CUDA devices, this machine has {torch.cuda.device_count()}; "
-                          "for several CPU processes run torchrun --nproc-per-node=N -m nmtkit train --device cpu ...")
-    argv, skip = [], False
-    for arg in sys.argv[1:]:
-        if skip or arg == "--gpus" or arg.startswith("--gpus="):
-            skip = arg == "--gpus"
-            continue
-        argv.append(arg)
-    return launch(gpus, argv)
-
-
-def _open_lines(path: Path | None):
-    """Text lines of a file or stdin; invalid UTF-8 is replaced (with a warning) rather than fatal."""
-    if path is None:
-        return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace", newline="\n")
-    try:
-        return open(path, encoding="utf-8", errors="replace", newline="\n")
-    except OSError as error:
-        raise NmtkitError(f"cannot read {path}: {error.strerror}") from error
 
 
 @app.command()
@@ -247,7 +220,7 @@ def translate(
     --nbest K).
 
     Decoding settings not given here are the model's own (its config's decode section)."""
-    from nmtkit.inputs import check_format
+    from nmtkit.inputs import check_format, open_lines
     from nmtkit.translate import Translator, translate_stream
     from nmtkit.translate.output import count_lines, translate_to_file
 
@@ -266,9 +239,9 @@ def translate(
                       "source": "<stdin>" if input is None else str(input), "html_skip": html_skip}
     if output is not None:
         total = count_lines(input) if input is not None else None
-        print(json.dumps(translate_to_file(translator, _open_lines(input), output, resume, total, **stream_options)))
+        print(json.dumps(translate_to_file(translator, open_lines(input), output, resume, total, **stream_options)))
         return
-    for text in translate_stream(translator, _open_lines(input), **stream_options):
+    for text in translate_stream(translator, open_lines(input), **stream_options):
         sys.stdout.write(text)
         sys.stdout.flush()
 

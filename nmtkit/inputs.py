@@ -14,9 +14,12 @@ A bad line is an error naming the input and the line (`<input>:<line>: ...`), ne
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from nmtkit.errors import NmtkitError
 
@@ -114,3 +117,13 @@ def parse_requests(lines: list[str], input_format: str, source: str, first_line:
         except ValueError as error:
             raise NmtkitError(f"{source}:{number}: {error}") from None
     return requests
+
+
+def open_lines(path: Path | None) -> io.TextIOBase:
+    """Text lines of a file or stdin; invalid UTF-8 is replaced (a warning names the line later) rather than fatal."""
+    if path is None:
+        return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace", newline="\n")
+    try:
+        return open(path, encoding="utf-8", errors="replace", newline="\n")
+    except OSError as error:
+        raise NmtkitError(f"cannot read {path}: {error.strerror}") from error

@@ -27,7 +27,7 @@ from nmtkit.markup import VOID, MarkupStats, repair, skip_tags, translate_fragme
 from nmtkit.placeholders import CLOSE, OPEN, reserved_symbols
 from nmtkit.registry import build_model
 from nmtkit.run_config import build_config
-from nmtkit.translate import Translator
+from nmtkit.translate import Translator, translate_html
 from nmtkit.translate.engine import Capabilities
 
 T1, T1_, T2, T2_, PH1 = "｟t1｠", "｟/t1｠", "｟t2｠", "｟/t2｠", "｟ph1｠"
@@ -334,7 +334,7 @@ def test_python_api_translates_html_as_the_command_does(models):
     stats = MarkupStats()
     command = nmtkit("translate", "-m", models[True], "--device", "cpu", "--threads", "1", "--input-format", "html",
                      *SHORT, stdin="".join(line + "\n" for line in PAGE[:4]))
-    assert translator.translate_html(PAGE[:4], (), stats) == command.stdout.split("\n")[:4]
+    assert translate_html(translator, PAGE[:4], (), stats) == command.stdout.split("\n")[:4]
     assert stats.segments == 4
 
 
@@ -359,7 +359,7 @@ def test_the_model_sees_each_symbol_as_one_piece_and_an_echo_gives_the_input_bac
     subword = tiny_subword(symbols)
     engine = EchoEngine(LoadedModel(build_config({"model": TINY}), None, subword, subword))
     fragment = '<p>uno <b>dos</b> tres <i>cuatro <img src="x"/></i> cinco <code>a</code></p><p>seis</p>'
-    assert Translator(engine).translate_html([fragment]) == [fragment]
+    assert translate_html(Translator(engine), [fragment]) == [fragment]
     ids = {subword.processor.piece_to_id(symbol) for symbol in reserved_symbols()}
     symbols_seen = sum(token in ids for source in engine.seen for token in source)
     assert symbols_seen == (5 if symbols else 0)  # b, i and img; the <code> that ends the segment stays outside

@@ -139,3 +139,17 @@ def child_processes(parent: int) -> list[int]:
         if int(fields[1]) == parent:
             children.append(int(stat.parent.name))
     return children
+
+
+def launch_on_gpus(gpus: int, argv: list[str]) -> int:
+    """Run the `nmtkit <argv>` train command (less its --gpus) as `gpus` processes under torchrun, one a GPU."""
+    if torch.cuda.device_count() < gpus:
+        raise NmtkitError(f"--gpus {gpus} needs {gpus} CUDA devices, this machine has {torch.cuda.device_count()}; "
+                          "for several CPU processes run torchrun --nproc-per-node=N -m nmtkit train --device cpu ...")
+    kept, skip = [], False
+    for arg in argv:
+        if skip or arg == "--gpus" or arg.startswith("--gpus="):
+            skip = arg == "--gpus"
+            continue
+        kept.append(arg)
+    return launch(gpus, kept)

@@ -3,6 +3,6 @@ output) over an engine that searches batches of subword ids (`engine.py`): `torc
 `ctranslate2_engine.py` for a directory written by `nmtkit export`; `stream.py` translates a stream of lines."""
 
 from nmtkit.translate.stream import format_hypotheses, translate_stream
-from nmtkit.translate.translator import Translator
+from nmtkit.translate.translator import Translator, translate_html
 
-__all__ = ["Translator", "format_hypotheses", "translate_stream"]
+__all__ = ["Translator", "format_hypotheses", "translate_html", "translate_stream"]

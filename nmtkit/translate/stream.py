@@ -13,7 +13,7 @@ from itertools import islice
 from nmtkit.errors import NmtkitError
 from nmtkit.inputs import parse_requests
 from nmtkit.markup import MarkupStats
-from nmtkit.translate.translator import Translator
+from nmtkit.translate.translator import Translator, translate_html
 
 
 def format_hypotheses(hyps: list[tuple[str, float]], line_index: int, nbest: int, scores: bool,
@@ -33,7 +33,7 @@ def translate_html_stream(translator: Translator, lines: Iterator[str], skip: st
     names to keep untranslated, comma-separated); says at the end how many segments were translated and repaired."""
     stats = MarkupStats()
     while chunk := [line.rstrip("\r\n") for line in islice(lines, translator.decode.buffer_size)]:
-        yield "".join(f"{text}\n" for text in translator.translate_html(chunk, skip.split(","), stats))
+        yield "".join(f"{text}\n" for text in translate_html(translator, chunk, skip.split(","), stats))
     stats.report()
 
 

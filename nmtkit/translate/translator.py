@@ -138,27 +138,6 @@ class Translator:
         return [source_tag(request.tgt_lang or self.decode.tgt_lang, self.loaded, f"{where} {first + index}")
                 + corpus_tag + seq for index, (request, seq) in enumerate(zip(requests, ids))]
 
-    def _truncate(self, ids: list[int], number: int) -> list[int]:
-        if len(ids) > self.max_source:
-            log.warning("line %d: %d subwords, truncated to %d", number, len(ids), self.max_source)
-            return ids[: self.max_source]
-        return ids
-
-    def _constraints(self, request: Request, number: int) -> Constraints | None:
-        if not request.constrained:
-            return None
-        if self.decode.sample:
-            raise NmtkitError(f"line {number}: constraints and prefixes need beam search; --sample draws each "
-                              "token freely")
-        if not self.capabilities.constraints:
-            raise NmtkitError(f"{self.engine.name} has no constrained search: translate lines with constraints or a "
-                              "prefix with the checkpoint")
-        constraints = self.engine.encode_constraints(request)
-        if any(UNK in phrase for phrase in (*constraints.positive, *constraints.negative, constraints.forced)):
-            log.warning("line %d: a constraint or the prefix holds characters the target vocabulary cannot write "
-                        "(they become the unknown piece)", number)
-        return constraints
-
     def translate_nbest(self, lines: list[str], first_line: int = 1) -> list[list[tuple[str, float]]]:
         """(text, score) hypotheses per line, best first; an empty line gives one empty hypothesis."""
         return self.translate_requests([Request(line) for line in lines], first_line)
@@ -183,15 +162,17 @@ class Translator:
             if "\ufffd" in request.text:
                 log.warning("line %d: invalid UTF-8 replaced by U+FFFD", first_line + index)
         sources = self.encode(requests, "line", first_line, masked) if sources is None else sources
-        ids = [self._truncate(seq, first_line + index) for index, seq in enumerate(sources)]
-        constraints = [self._constraints(request, first_line + index) for index, request in enumerate(requests)]
+        ids = [truncated(seq, self.max_source, first_line + index) for index, seq in enumerate(sources)]
+        constraints = [request_constraints(self.engine, request, first_line + index)
+                       for index, request in enumerate(requests)]
         outputs: list[list[tuple[str, float]]] = [[("", 0.0)] for _ in requests]
         todo = [index for index, request in enumerate(requests) if request.text.strip()]
         lengths = [len(ids[index]) for index in todo]
         batches = [[todo[position] for position in batch]  # no target yet: source lengths
                    for batch in token_batches(lengths, lengths, self.batch_budget)]
-        searched = self.search_batches([[ids[row] for row in rows] for rows in batches],
-                                       [[constraints[row] for row in rows] for rows in batches])
+        searched = search_batches(self.search, self.capabilities.workers,
+                                  [[ids[row] for row in rows] for rows in batches],
+                                  [[constraints[row] for row in rows] for rows in batches])
         for rows, found in zip(batches, searched):
             decoded = iter(self.loaded.tgt_subword.decode([hyp.tokens for hyps in found for hyp in hyps]))
             for row, hyps in zip(rows, found):  # one decode call per batch: each call has a fixed cost
@@ -220,19 +201,6 @@ class Translator:
         `constraints` are searched with them, by beam search even with `--beam 1`."""
         return self.engine.search(sources, constraints, self.step_check)
 
-    def search_batches(self, batches: list[list[list[int]]],
-                       constraints: list[list[Constraints | None]]) -> Iterator[list[list[Hypothesis]]]:
-        """`search` of each batch, in order (a batch without constraints is searched without them); an engine of
-        several workers searches that many batches at once, each as it would be alone, so the results do not
-        change."""
-        wanted = [batch if any(batch) else None for batch in constraints]
-        workers = self.capabilities.workers
-        if workers == 1 or len(batches) == 1:
-            yield from map(self.search, batches, wanted)
-            return
-        with ThreadPoolExecutor(workers) as pool:  # the engine releases the GIL while it searches
-            yield from pool.map(self.search, batches, wanted)
-
     def translate_aligned(self, requests: list[Request],
                           first_line: int = 1) -> tuple[list[list[tuple[str, float]]], list[str]]:
         """`translate_requests`, and the Pharaoh links between each line's words and its best translation's, from
@@ -251,14 +219,54 @@ class Translator:
         """The best translation of each line; empty lines stay empty."""
         return [hyps[0][0] for hyps in self.translate_nbest(lines, first_line)]
 
-    def translate_html(self, fragments: list[str], skip: Iterable[str] = (),
-                       stats: MarkupStats | None = None) -> list[str]:
-        """The best translation of each HTML or XML fragment, its markup kept (`nmtkit.markup`): inline tags go
-        through the model as tag symbols when its vocabulary has them (trained with placeholders), else the text
-        between them is translated piece by piece; `skip` names elements to keep untranslated besides script, style,
-        code, pre and textarea; `stats` counts the segments translated and repaired."""
-        symbols = all(subword.processor.piece_to_id(symbol) != UNK for symbol in reserved_symbols()
-                      for subword in (self.loaded.src_subword, self.loaded.tgt_subword))
-        unmasked = copy.copy(self)  # markup.py masks the tags itself: its pieces hold symbols, not text to mask
-        unmasked.masking = Masking("none", self.loaded, self.masking.counts)
-        return translate_fragments(fragments, unmasked.translate, symbols, skip, stats)
+
+def truncated(ids: list[int], max_source: int, number: int) -> list[int]:
+    """`ids` cut to the `max_source` subwords the model reads, with a warning naming line `number`."""
+    if len(ids) > max_source:
+        log.warning("line %d: %d subwords, truncated to %d", number, len(ids), max_source)
+        return ids[:max_source]
+    return ids
+
+
+def request_constraints(engine: Engine, request: Request, number: int) -> Constraints | None:
+    """The constraints and prefix of line `number` as ids, None for an unconstrained one; an engine or a search that
+    cannot take them is an error."""
+    if not request.constrained:
+        return None
+    if engine.decode.sample:
+        raise NmtkitError(f"line {number}: constraints and prefixes need beam search; --sample draws each "
+                          "token freely")
+    if not engine.capabilities.constraints:
+        raise NmtkitError(f"{engine.name} has no constrained search: translate lines with constraints or a "
+                          "prefix with the checkpoint")
+    constraints = engine.encode_constraints(request)
+    if any(UNK in phrase for phrase in (*constraints.positive, *constraints.negative, constraints.forced)):
+        log.warning("line %d: a constraint or the prefix holds characters the target vocabulary cannot write "
+                    "(they become the unknown piece)", number)
+    return constraints
+
+
+def search_batches(search: Callable, workers: int, batches: list[list[list[int]]],
+                   constraints: list[list[Constraints | None]]) -> Iterator[list[list[Hypothesis]]]:
+    """`search` of each batch, in order (a batch without constraints is searched without them); an engine of
+    `workers` workers searches that many batches at once, each as it would be alone, so the results do not change."""
+    wanted = [batch if any(batch) else None for batch in constraints]
+    if workers == 1 or len(batches) == 1:
+        yield from map(search, batches, wanted)
+        return
+    with ThreadPoolExecutor(workers) as pool:  # the engine releases the GIL while it searches
+        yield from pool.map(search, batches, wanted)
+
+
+def translate_html(translator: Translator, fragments: list[str], skip: Iterable[str] = (),
+                   stats: MarkupStats | None = None) -> list[str]:
+    """The best translation of each HTML or XML fragment, its markup kept (`nmtkit.markup`): inline tags go through
+    the model as tag symbols when its vocabulary has them (trained with placeholders), else the text between them is
+    translated piece by piece; `skip` names elements to keep untranslated besides script, style, code, pre and
+    textarea; `stats` counts the segments translated and repaired."""
+    loaded = translator.loaded
+    symbols = all(subword.processor.piece_to_id(symbol) != UNK for symbol in reserved_symbols()
+                  for subword in (loaded.src_subword, loaded.tgt_subword))
+    unmasked = copy.copy(translator)  # markup.py masks the tags itself: its pieces hold symbols, not text to mask
+    unmasked.masking = Masking("none", loaded, translator.masking.counts)
+    return translate_fragments(fragments, unmasked.translate, symbols, skip, stats)

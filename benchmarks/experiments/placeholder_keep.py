@@ -1,0 +1,62 @@
+"""Issue 50's measurement on a test set: of the source lines that hold placeholders, the share of each system's
+translations (and of the human references) that keep exactly the source's multiset of placeholders, with BLEU and
+chrF of each system against the references.
+
+Usage: python benchmarks/experiments/placeholder_keep.py --src test.en --ref test.de --lang de \
+           --hyp plain=plain.hyp --hyp masked=masked.hyp [--placeholders auto]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+import sacrebleu
+
+from nmtkit.placeholders import Patterns, find_units, load_patterns
+
+
+def placeholder_texts(text: str, patterns: Patterns) -> Counter:
+    """The placeholders of `text` as a multiset of their texts (a tag pair counts as its two tags)."""
+    return Counter(part for unit in find_units(text, patterns) for part in unit.texts)
+
+
+def kept_share(sources: list[str], outputs: list[str], patterns: Patterns) -> tuple[int, float]:
+    """(lines whose source holds a placeholder, the share of them whose output holds the same multiset)."""
+    wanted = [(placeholder_texts(source, patterns), output) for source, output in zip(sources, outputs)]
+    marked = [(counts, output) for counts, output in wanted if counts]
+    kept = sum(placeholder_texts(output, patterns) == counts for counts, output in marked)
+    return len(marked), kept / max(len(marked), 1)
+
+
+def read(path: str) -> list[str]:
+    return Path(path).read_text(encoding="utf-8").splitlines()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--src", required=True)
+    parser.add_argument("--ref", required=True)
+    parser.add_argument("--lang", default="en", help="target language, for BLEU's tokenizer (zh, ja: their own)")
+    parser.add_argument("--hyp", action="append", default=[], help="NAME=FILE, a system's translations")
+    parser.add_argument("--placeholders", default="auto")
+    args = parser.parse_args(argv)
+    patterns = load_patterns(args.placeholders)
+    sources, references = read(args.src), read(args.ref)
+    tokenize = {"zh": "zh", "ja": "ja-mecab"}.get(args.lang.split("_")[0], "13a")
+    print("| system | lines with placeholders | kept exactly | BLEU | chrF |\n|---|---|---|---|---|")
+    for name, path in (item.split("=", 1) for item in args.hyp):
+        hypotheses = read(path)
+        marked, share = kept_share(sources, hypotheses, patterns)
+        bleu = sacrebleu.corpus_bleu(hypotheses, [references], tokenize=tokenize).score
+        chrf = sacrebleu.corpus_chrf(hypotheses, [references]).score
+        print(f"| {name} | {marked} | {100 * share:.1f}% | {bleu:.2f} | {chrf:.2f} |")
+    marked, share = kept_share(sources, references, patterns)
+    print(f"| human reference | {marked} | {100 * share:.1f}% | | |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
