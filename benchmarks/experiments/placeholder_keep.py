@@ -4,6 +4,18 @@ chrF of each system against the references.
 
 Usage: python benchmarks/experiments/placeholder_keep.py --src test.en --ref test.de --lang de \
            --hyp plain=plain.hyp --hyp masked=masked.hyp [--placeholders auto]
+
+The run of docs/translate.md (D=data/ph/de, R=runs/ph; KIND plain, then masked with `--set placeholders=auto`):
+    python recipes/messages/extract.py --lang de --code de --out $D
+    nmtkit prepare --src-lang en --tgt-lang de --out $D/KIND --train-src $D/train.en --train-tgt $D/train.de \
+        --dev-src $D/dev.en --dev-tgt $D/dev.de [--set placeholders=auto]
+    nmtkit train --data $D/KIND --config recipes/bible/transformer.yaml --max-time 6m --threads 2 --out $R/KIND
+    nmtkit translate -m $R/plain/model.pt --threads 2 --beam 5 --input $D/test.en > $R/plain.hyp
+    nmtkit translate -m $R/masked/model.pt --threads 2 --beam 5 --no-guard-placeholders \
+        --input $D/test.en > $R/masked.hyp
+    nmtkit translate -m $R/masked/model.pt --threads 2 --beam 5 --input $D/test.en > $R/guarded.hyp
+    python benchmarks/experiments/placeholder_keep.py --src $D/test.en --ref $D/test.de --lang de \
+        --hyp plain=$R/plain.hyp --hyp masked+repair=$R/masked.hyp --hyp masked+guaranteed=$R/guarded.hyp
 """
 
 from __future__ import annotations
