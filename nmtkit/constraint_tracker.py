@@ -245,10 +245,9 @@ class ConstraintTracker:
         return met.all(dim=1) & self.prefix.written(sentences, state.prefix)
 
     def restrict(self, candidates: Tensor, sentences: Tensor, state: ConstraintState, steps_left: Tensor) -> None:
-        """Set to -inf, in place, the candidates (n, K, V) the constraints rule out: a token that completes a
-        negative phrase; in the prefix, every piece it does not allow; EOS before the row is `complete`; what the
-        placeholder guard rules out. Rows at their length limit (steps_left (n,), tokens left before the EOS that
-        ends the sentence, is 0), where only EOS is left, are left alone."""
+        """Set to -inf, in place, the candidates (n, K, V) the constraints rule out: a token completing a negative
+        phrase; in the prefix, every piece it does not allow; EOS before `complete`; what the placeholder guard
+        rules out. Rows at their length limit (`steps_left` (n,) 0: only EOS is left) are left alone."""
         n, beam_size, vocab = candidates.shape
         scores = candidates.view(n * beam_size, vocab)
         row_sentences, row_steps_left = sentences.repeat_interleave(beam_size), steps_left.repeat_interleave(beam_size)
@@ -275,9 +274,8 @@ class ConstraintTracker:
 
     def choose(self, candidates: Tensor, sentences: Tensor, state: ConstraintState) -> Choice:
         """One step of constrained beam search over candidates (n, K, V), already `restrict`ed: EOS candidates
-        that `allocate` ranks within the first K finish; the first K others that it ranks go on. Only the kept
-        candidates' states are computed: the banks of all M come from `banks`, without their states, each of
-        which holds a number per phrase (n * M * P numbers, with M growing with P)."""
+        `allocate` ranks within the first K finish, the first K others go on. Only the kept candidates' states are
+        computed (the banks of all M come from `banks`: their states would be n * M * P numbers)."""
         n, beam_size, vocab = candidates.shape
         flat = candidates.view(n, beam_size * vocab)
         ids = self._candidate_ids(flat, sentences, state, beam_size, vocab)  # (n, M)
@@ -299,11 +297,10 @@ class ConstraintTracker:
                       going_scores.gather(1, going), ids.gather(1, going), met, following)
 
     def banks(self, state: ConstraintState, sentences: Tensor, rows: Tensor, tokens: Tensor) -> Tensor:
-        """(N,) the positive-phrase tokens met after each of rows (N,) emits its token (N,): what `advance` would
-        give, summed, in memory linear in N; sentences (R,) are those of the state's rows. A token leaves each
-        phrase it is not in as any such token would (a full match kept, or undone if the token is glued to an open
-        end, or a partial one lost), so each row's sums after a glued and after an unglued token hold for all of
-        them; only the phrases that hold the token (`_occurrences`) are looked up one by one."""
+        """(N,) the positive-phrase tokens met after each of rows (N,) emits its token (N,): `advance`'s, summed, in
+        memory linear in N (sentences (R,): the state's rows'). A token leaves each phrase it is not in as any such
+        token would (a full match kept, or undone if glued to an open end, or a partial one lost), so a row's sums
+        after a glued and an unglued token hold for all; only phrases holding the token are looked up one by one."""
         lengths, positive, open_ends = self.lengths[sentences], ~self.negative[sentences], self.open_ends[sentences]
         progress = state.progress  # (R, P)
         met = progress > lengths

@@ -87,16 +87,13 @@ class Service:
         self.gone = threading.Event()  # set once the service stopped: a translation still running ends at its next step
 
     def variant(self, options: dict) -> Translator:
-        """The translator for a request's search options (sharing the model; cheap to make); NmtkitError if bad,
-        or if a multilingual model is not told the target language (by the request, or by serve's --set
-        decode.tgt_lang=...)."""
+        """The translator for a request's search options (sharing the model; cheap); NmtkitError if bad."""
         return self.translator.with_decode(**options) if options else self.translator
 
     @staticmethod
     def encode(translator: Translator, sentences: list[Request]) -> list[list[int]]:
-        """The sentences' source ids, once for the request (`Translator.encode`), and NmtkitError for sentences this
-        translator cannot serve: a multilingual model's without a target language (from the sentence, the request,
-        or serve's --set decode.tgt_lang=...), constraints that its engine or sampling cannot follow."""
+        """The sentences' source ids, once a request (`Translator.encode`); NmtkitError for what the translator
+        cannot serve (no target language for a multilingual model, constraints its search cannot follow)."""
         sources = translator.encode(sentences, "sentence", 0)
         if any(sentence.constrained for sentence in sentences):
             if not translator.capabilities.constraints:
@@ -107,8 +104,7 @@ class Service:
         return sources
 
     def source_lengths(self, sources: list[list[int]]) -> list[int]:
-        """Each sentence's source subwords (with a multilingual model's target-language tag), or BadRequest (413) for
-        one of more than `max_tokens`."""
+        """Each sentence's source subwords (and target-language tag), or BadRequest (413) over `max_tokens`."""
         lengths = [len(ids) for ids in sources]
         for index, length in enumerate(lengths):
             if length > self.max_tokens:

@@ -79,10 +79,9 @@ class Translator:
     def load(cls, path: str | Path | list[str | Path], device: str = "auto", threads: int | None = None,
              average: int = 0, inter_threads: int = 1, **decode) -> Translator:
         """A Translator for a checkpoint (a list of several: an ensemble) or a directory written by `nmtkit export`
-        (translated by CTranslate2). Keyword options are DecodeConfig fields (beam=5, nbest=2, ...) and override
-        the model's own decode settings; `threads` CPU threads (0: all cores; None: torch's setting as it is);
-        `average` N averages the last N checkpoint_<step>.pt of the checkpoint's run; `inter_threads` N (exported
-        directories only) searches N batches at once, each with threads/N threads."""
+        (by CTranslate2). Keyword options are DecodeConfig fields (beam=5, ...) over the model's own; `threads` CPU
+        threads (0: all; None: torch's as it is); `average` N averages the run's last N checkpoint_<step>.pt;
+        `inter_threads` N (exports only) searches N batches at once, with threads/N threads each."""
         paths = [Path(item) for item in (path if isinstance(path, (list, tuple)) else [path])]
         return cls(engine_for(paths, device, threads, average, inter_threads, decode))
 
@@ -128,10 +127,9 @@ class Translator:
 
     def encode(self, requests: list[Request], where: str = "line", first: int = 1,
                masked: list[MaskedLine] | None = None) -> list[list[int]]:
-        """Each request's source ids: its target-language tag (`source_tag`; errors name `where` and the request's
-        number, counted from `first`), the corpus tag of `--tag` if any (`nmtkit.data.tags`), and the subwords of its
-        text as written, placeholders masked (`masked`: the requests' `Masking.mask`, when the caller has it), not
-        truncated."""
+        """Each request's source ids, not truncated: its target-language tag (`source_tag`; errors name `where` and
+        the request's number from `first`), the `--tag` corpus tag if any, and the subwords of its text with
+        placeholders masked (`masked`: the requests' `Masking.mask`, when the caller has it)."""
         masked = [self.masking.mask(request.text) for request in requests] if masked is None else masked
         ids = self.loaded.src_subword.encode([line.text for line in masked])
         corpus_tag = tag_ids(self.decode.tag, self.loaded.src_subword, self.loaded.tags)  # after the language tag
@@ -188,10 +186,9 @@ class Translator:
 
     @property
     def batch_budget(self) -> int:
-        """Source tokens per batch, padding included: `decode.batch_tokens` shared by the batches the engine
-        searches at once (N workers search N batches of 1/N of it each, so that as many tokens are in flight, and
-        as much memory, as with one, and a chunk of lines is cut into N times as many batches, which keeps the
-        workers busier), at most the engine's own cap (`Capabilities.batch_tokens`)."""
+        """Source tokens per batch, padding included: `decode.batch_tokens` shared by the N batches N workers
+        search at once (as many tokens in flight, and as much memory, as with one; more batches keep the workers
+        busier), at most the engine's own cap (`Capabilities.batch_tokens`)."""
         budget = max(1, self.decode.batch_tokens // self.capabilities.workers)
         return min(budget, self.capabilities.batch_tokens or budget)
 
