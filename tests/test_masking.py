@@ -53,7 +53,7 @@ def checkpoint(path: Path, record: dict | None, symbols: bool = True) -> Path:
     `record` in the checkpoint."""
     rng = random.Random(0)
     lines = [" ".join(rng.choices("open in the new window now files and here plain words only text".split(), k=6))
-             for _ in range(60)] + ["ph 0123456789"]
+             for _ in range(60)] + ["ph 0123456789 %$&;{}"]  # characters to spell a placeholder with
     subword = train_subword(lines, DataConfig(subword="bpe", vocab_size=110), 110,
                             user_symbols=reserved_symbols() if symbols else ())
     config = build_config({"model": {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2,
@@ -220,6 +220,34 @@ def test_a_lost_placeholder_goes_where_the_attention_points(loaded):
     assert translator.placeholder_counts == PlaceholderCounts(lines=1, repaired=1)
     assert translator.translate(["open %s", "in"]) == ["open %s", "in"]
     assert translator.placeholder_counts == PlaceholderCounts(lines=2, repaired=2)
+
+
+class SpellingEngine(EchoEngine):
+    """The echo, then `tail` spelled in ordinary pieces (a placeholder written out, as `%`, `1`, `$`, `s`)."""
+
+    def __init__(self, loaded, decode: DecodeConfig, tail: str):
+        super().__init__(loaded, decode)
+        self.tail = loaded.tgt_subword.encode([tail])[0]
+
+    def search(self, sources, constraints, check):
+        return [[Hypothesis(found[0].tokens + self.tail, 0.0)] for found in super().search(sources, constraints, check)]
+
+
+def test_a_placeholder_spelled_out_of_ordinary_pieces_is_removed(loaded):
+    translator = Translator(SpellingEngine(loaded, DecodeConfig(), "and %1$s here {0}"))
+    assert translator.translate(["open %s now", "open <b>in</b>"]) == \
+        ["open %s now and here", "open <b>in</b> and here"]
+    assert translator.placeholder_counts == PlaceholderCounts(lines=2, repaired=2)
+    assert translator.translate(["open in"]) == ["open in and %1$s here {0}"]  # no placeholder: nothing checked
+
+
+def test_a_placeholder_glued_to_the_text_beside_it_is_separated(loaded):
+    translator = Translator(SpellingEngine(loaded, DecodeConfig(), "files"))
+    assert translator.translate(["open $HOME", "open %s"]) == ["open $HOME files", "open %s files"]
+    assert translator.placeholder_counts == PlaceholderCounts(lines=2, repaired=0)
+    translator.engine.tail = translator.engine.tail[1:]  # no "▁": "$HOME" + "files" would read "$HOMEfiles"
+    assert translator.translate(["open $HOME", "open %s"]) == ["open $HOME files", "open %sfiles"]
+    assert translator.placeholder_counts == PlaceholderCounts(lines=4, repaired=1)
 
 
 def test_alignments_index_the_original_words(models):

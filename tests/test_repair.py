@@ -9,7 +9,7 @@ import random
 import pytest
 
 from nmtkit.placeholders import OPEN, SYMBOL, check, load_patterns, mask
-from nmtkit.translate.repair import STRAY, insert_missing, repair, symbols
+from nmtkit.translate.repair import STRAY, insert_missing, remove_spelled, repair, spelled, symbols
 
 SOURCE = "Open ｟ph1｠ in ｟t1｠the ｟t2｠new｟/t2｠ window｟/t1｠ now ｟ph2｠"
 
@@ -59,6 +59,20 @@ def test_a_line_that_is_only_a_placeholder():
     assert repair("｟ph1｠", "") == "｟ph1｠"
     assert repair("｟ph1｠", "｟ph1｠｟ph1｠") == "｟ph1｠"
     assert repair("｟t1｠｟/t1｠", "｟/t1｠｟t1｠") == "｟t1｠｟/t1｠"
+
+
+@pytest.mark.parametrize("hypothesis, expected", [
+    pytest.param("Öffne ｟ph1｠ mit %1$s jetzt", "Öffne ｟ph1｠ mit jetzt", id="printf between words"),
+    pytest.param("%m｟ph1｠ {0}", "｟ph1｠", id="glued to a symbol, and at the end"),
+    pytest.param("a &amp; b <b>c</b> $HOME", "a b c", id="entity, tags, variable"),
+    pytest.param("%{0}s %%ss", "ss", id="a removal that joins a new one"),
+    pytest.param("100% sicher ｟ph1｠ ｟｠", "100% sicher ｟ph1｠ ｟｠", id="text and reserved brackets stay"),
+])
+def test_placeholders_spelled_out_are_removed(hypothesis: str, expected: str):
+    patterns = load_patterns("auto")
+    assert remove_spelled(hypothesis, patterns) == expected
+    assert spelled(expected, patterns) == []
+    assert repair("｟ph1｠", hypothesis, patterns=patterns) == repair("｟ph1｠", expected)
 
 
 def scramble(symbols_of_source: list[str], rng: random.Random) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from nmtkit.data.subword import UNK
 from nmtkit.errors import NmtkitError
 from nmtkit.hypotheses import Hypothesis
-from nmtkit.placeholders import SYMBOL, Patterns, check, load_patterns, mask, reserved_symbols, restore
+from nmtkit.placeholders import SYMBOL, Patterns, Span, check, load_patterns, mask, reserved_symbols, restore
 from nmtkit.translate.engine import Engine, LoadedFiles
 from nmtkit.translate.repair import repair, symbols
 
@@ -91,12 +91,13 @@ class Masking:
     def keep(self, engine: Engine, lines: list[MaskedLine], sources: list[list[int]], found: list[list[Hypothesis]],
              decoded: list[list[tuple[str, float]]]) -> list[list[tuple[str, float]]]:
         """The `decoded` (text, score) of the hypotheses `found` for masked `lines` (subword ids `sources`), each
-        text checked (`nmtkit.placeholders.check`) and repaired where it lost or broke a placeholder, a missing one
-        placed by the `engine`'s attention (`repair.py`); counts the lines."""
+        text checked (`nmtkit.placeholders.check`, and `restores_exactly`) and repaired where it lost, broke or
+        invented one, a missing one placed by the `engine`'s attention (`repair.py`); counts the lines."""
         if self.patterns is None:
             return decoded
         failing = [(index, rank) for index, line in enumerate(lines) if symbols(line.text)
-                   for rank, (text, _) in enumerate(decoded[index]) if not check(line.text, text).ok]
+                   for rank, (text, _) in enumerate(decoded[index])
+                   if not check(line.text, text).ok or not restores_exactly(text, line.originals, self.patterns)]
         self.counts.lines += sum(1 for line in lines if symbols(line.text))
         self.counts.repaired += len({index for index, _ in failing})
         decoded = [list(hyps) for hyps in decoded]
@@ -105,7 +106,8 @@ class Masking:
         for (index, rank), rows in zip(failing, weights):
             text, score = decoded[index][rank]
             anchors = self.anchors(lines[index].text, sources[index], found[index][rank].tokens, rows)
-            decoded[index][rank] = (repair(lines[index].text, text, anchors), score)
+            text = repair(lines[index].text, text, anchors, self.patterns)
+            decoded[index][rank] = (separate_glued(text, lines[index].originals, self.patterns), score)
         return decoded
 
     def anchors(self, source: str, source_ids: list[int], tokens: list[int],
@@ -136,6 +138,40 @@ def restored_offsets(masked: str, originals: dict[str, str]) -> list[int]:
         position = match.end()
     offsets += range(restored, restored + len(masked) - position + 1)
     return offsets
+
+
+def _symbol_spans(masked: str, originals: dict[str, str]) -> list[tuple[re.Match, Span]]:
+    """Each symbol of `masked` with the span of its original text in `restore(masked, originals)`."""
+    offsets = restored_offsets(masked, originals)
+    return [(match, Span(offsets[match.start()], offsets[match.start()] + len(originals[match.group()]), ""))
+            for match in SYMBOL.finditer(masked) if match.group() in originals]
+
+
+def _found(masked: str, originals: dict[str, str], patterns: Patterns) -> set[tuple[int, int]]:
+    return {(span.start, span.end) for span in patterns.find(restore(masked, originals))}
+
+
+def restores_exactly(masked: str, originals: dict[str, str], patterns: Patterns) -> bool:
+    """Whether the placeholders `patterns` finds in the restored `masked` are exactly its symbols' original texts:
+    none spelled out of ordinary pieces, none glued to the text beside it into another (`$HOME` + `s`)."""
+    return _found(masked, originals, patterns) == {(span.start, span.end)
+                                                   for _, span in _symbol_spans(masked, originals)}
+
+
+def separate_glued(masked: str, originals: dict[str, str], patterns: Patterns) -> str:
+    """`masked` with a space between a symbol and the text beside it where, restored, the two would read as another
+    placeholder (`$HOME` + `s` = `$HOMEs`)."""
+    for _ in range(len(masked) + 1):
+        found = _found(masked, originals, patterns)
+        cuts = sorted({cut for match, span in _symbol_spans(masked, originals) if (span.start, span.end) not in found
+                       for start, end in found if start < span.end and span.start < end
+                       for cut in ([match.end()] if end > span.end else []) + ([match.start()] if start < span.start
+                                                                                 else [])})
+        if not cuts:
+            return masked
+        for cut in reversed(cuts):
+            masked = masked[:cut] + " " + masked[cut:]
+    return masked
 
 
 def word_map(masked: str, originals: dict[str, str]) -> list[list[int]]:

@@ -9,13 +9,17 @@ placeholder or an opening tag before that word, a closing tag at the end of the 
 at the end of the line. Of a symbol written twice the first stays; a symbol the source lacks and a stray bracket are
 removed; a pair closed before it opens has its two symbols swapped, and a pair that closes while pairs opened inside
 it are still open closes those first, there.
+
+A model may also spell a placeholder out of ordinary pieces (`%1$s` as `%`, `1`, `$`, `s`): no symbol, but one more
+placeholder once restored. Given the patterns, the repair finds those in the text between symbols (`spelled`) and
+removes them, as a symbol the source lacks; a space left doubled is single again.
 """
 
 from __future__ import annotations
 
 import re
 
-from nmtkit.placeholders import CLOSE, OPEN, SYMBOL
+from nmtkit.placeholders import CLOSE, OPEN, RESERVED, SYMBOL, Patterns
 
 STRAY = re.compile(f"[{OPEN}{CLOSE}]")
 
@@ -114,11 +118,40 @@ def _nest(parts: list[str]) -> list[str]:
     return nested
 
 
-def repair(source: str, hypothesis: str, anchors: dict[str, int] | None = None) -> str:
+def spelled(text: str, patterns: Patterns) -> list[tuple[int, int]]:
+    """The (start, end) of each placeholder of `patterns` that masked `text` spells out of ordinary characters,
+    outside its symbols (every placeholder of the source is a symbol, so each of these is one the source lacks)."""
+    spans, position = [], 0
+    for match in [*SYMBOL.finditer(text), None]:
+        end = match.start() if match else len(text)
+        spans += [(position + span.start, position + span.end) for span in patterns.find(text[position:end])
+                  if span.family != RESERVED]
+        position = match.end() if match else end
+    return spans
+
+
+def remove_spelled(text: str, patterns: Patterns) -> str:
+    """`text` without what `spelled` finds, again until none is left (a removal can join two halves into one); a
+    space left doubled where one went is single again, and one left at the end goes."""
+    while spans := spelled(text, patterns):
+        for start, end in reversed(spans):
+            before, after = text[:start], text[end:]
+            if (not before or before[-1:].isspace()) and after[:1] == " ":
+                after = after[1:]
+            elif not after and before[-1:] == " ":
+                before = before[:-1]
+            text = before + after
+    return text
+
+
+def repair(source: str, hypothesis: str, anchors: dict[str, int] | None = None,
+           patterns: Patterns | None = None) -> str:
     """`hypothesis` (a masked translation of the masked `source`) with each of the source's symbols exactly once, no
-    other and no stray bracket, its tag pairs opened before they close and properly nested (see the module's doc);
-    `anchors`: symbol -> character offset in `hypothesis` where a missing one belongs."""
+    other and no stray bracket, its tag pairs opened before they close and properly nested, and, given `patterns`,
+    no placeholder spelled out (see the module's doc); `anchors`: symbol -> character offset in `hypothesis` where a
+    missing one belongs."""
     wanted = symbols(source)
     present = set(symbols(hypothesis))
     text = insert_missing(hypothesis, [symbol for symbol in wanted if symbol not in present], anchors or {})
-    return "".join(_nest(_keep(_parts(text), set(wanted))))
+    text = "".join(_nest(_keep(_parts(text), set(wanted))))
+    return remove_spelled(text, patterns) if patterns is not None else text

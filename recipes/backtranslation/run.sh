@@ -5,7 +5,8 @@
 #   bash recipes/backtranslation/run.sh              (make recipe-backtranslation)
 #   SMOKE=1 bash recipes/backtranslation/run.sh      the whole workflow in a few minutes: tiny model, capped data
 # Env: LANGS ("de ru"; SMOKE: "de"; locale directories), MAX_TIME (each X -> en system's budget: 15m; SMOKE 45s),
-#      BT_TIME (the en -> X model's, MAX_TIME), BT_DECODE (beam | sample: how the back-translations are made),
+#      MAX_STEPS (a budget in updates instead, the same for every model: equal work whatever else the machine
+#      runs), BT_TIME (the en -> X model's, MAX_TIME), BT_DECODE (beam | sample: how the back-translations are made),
 #      BT_ARGS (more translate options for them, e.g. "--top-k 10"), BT_SHARE (0.5: the back-translations' share
 #      of target tokens), FINETUNE (0.2: the share of updates spent on bilingual data alone at the end; 0 = one
 #      stage), BEAM (5), VOCAB (8000; SMOKE 2000), MONO_LINES (0 = all; SMOKE 1500), BI_LINES (bilingual training
@@ -47,7 +48,9 @@ train() {  # train DATA_DIR RUN_DIR BUDGET CONFIG: resumes a run that is there
   [ "$4" != none ] && config_args=(--config "$4")
   mkdir -p "$2"
   # shellcheck disable=SC2086  # TRAIN_ARGS are words
-  nmtkit train --data "$1" --out "$2" "${resume[@]}" "${config_args[@]}" --max-time "$3" --threads "$threads" \
+  local budget=(--max-time "$3")
+  [ -n "${MAX_STEPS:-}" ] && budget=(--max-steps "$MAX_STEPS")
+  nmtkit train --data "$1" --out "$2" "${resume[@]}" "${config_args[@]}" "${budget[@]}" --threads "$threads" \
     $train_args > "$2/train.summary.json"
 }
 
