@@ -1,6 +1,6 @@
-"""The rows of README's "Bad input" table, each through the command line: a one-line `error:` and a non-zero exit,
-or the documented recovery (a warning, and one output line per input line). The model is an untrained tiny
-Transformer written in-process: these tests are about the edges of the commands, not about translation."""
+"""The rows of the "Bad input" table (docs/bad-input.md), each through the command line: a one-line `error:` and a
+non-zero exit, or the documented recovery (a warning, and one output line per input line). The model is an untrained
+tiny Transformer written in-process: these tests are about the edges of the commands, not about translation."""
 
 from __future__ import annotations
 
