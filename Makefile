@@ -80,7 +80,8 @@ recipe-finetune: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/finetune/run.sh
 
 # distils the Bible model (trained first if missing) into small students and times them (recipes/distill/README.md);
-# SMOKE=1 runs the whole recipe in a few minutes, TIME sets each student's training budget
+# SMOKE=1 runs the whole recipe in a few minutes, TIME sets each student's training budget; SHARED_VOCAB=1 gives the
+# students the teacher's vocabulary
 recipe-distill: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/distill/run.sh
 

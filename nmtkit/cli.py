@@ -124,7 +124,8 @@ def prepare(
              "a --corpora file in which every corpus gives its languages", dir_okay=False)] = None,
     subword_model: Annotated[Path | None, typer.Option(
         help="encode with this checkpoint's subword model(s) or this SentencePiece model instead of training new "
-             "ones (data for fine-tuning that model)", dir_okay=False)] = None,
+             "ones (data for fine-tuning that model, or for a student sharing its teacher's vocabulary); with "
+             "--train-* or --corpora, whose tags the model must hold", dir_okay=False)] = None,
     overrides: Overrides = None,
 ) -> None:
     """Validate and clean parallel text, train SentencePiece, and write a binarized data directory."""

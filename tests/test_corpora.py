@@ -1,5 +1,6 @@
 """Named corpora in one data directory (issue 49): the corpora file, per-corpus ranges and counts in the manifest,
-gzip input, and corpus tags added once in the data and only on request at translate time."""
+gzip input, and corpus tags added once in the data and only on request at translate time; corpora encoded with a
+given vocabulary (`--subword-model`, issue 51) and fine-tuned on."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.inputs import Request
 from nmtkit.registry import build_model
 from nmtkit.run_config import build_config
+from nmtkit.training.command import train_command
 from nmtkit.translate import Translator
 
 WORDS = "uno dos tres cuatro cinco seis siete ocho".split()
@@ -239,3 +241,104 @@ def test_translate_tag_on_the_command_line(model: Path):
     assert "<bt>" not in result.stdout
     assert_error(nmtkit("translate", "-m", str(model), "--greedy", "--tag", "<xx>", stdin="uno\n"),
                  "unknown --tag '<xx>'", "<bt>")
+
+
+def line_ids(data: Path, split: str) -> dict[tuple[str, str], tuple[list[int], list[int]]]:
+    """Each (source, target) line of a prepared split and its ids."""
+    src, tgt = TokenArray.load(data / f"{split}.src"), TokenArray.load(data / f"{split}.tgt")
+    text = zip(*(iter_lines(data / f"{split}.{side}.txt") for side in ("src", "tgt")))
+    return {pair: (src[line].tolist(), tgt[line].tolist()) for line, pair in enumerate(text)}
+
+
+def other_corpora(root: Path, **extra: dict) -> Path:
+    """Lines of the `data` fixture's clean (untagged, with its dev) and bt (tagged <bt>) corpora, and new lines."""
+    entries = [{"name": "new", "src": "new.es", "tgt": "new.en", "dev": write_parallel(root, "dev", rows(5, 100))},
+               {"name": "old", "src": "old.es", "tgt": "old.en"},
+               {"name": "bt", "src": "bt.es", "tgt": "bt.en", "tag": "<bt>"}]
+    for stem, pairs in (("new", rows(12, 200)), ("old", rows(10)), ("bt", rows(10, 55))):
+        write_parallel(root, stem, pairs)
+    return write_yaml(root, [entry | extra.get(entry["name"], {}) for entry in entries])
+
+
+def test_corpora_take_the_vocabulary_of_another_directory(data: Path, tmp_path: Path):
+    result = nmtkit("prepare", "--corpora", str(other_corpora(tmp_path)), "--subword-model", str(data / "spm.model"),
+                    "--subword", "bpe", "--vocab-size", "500", "--out", str(tmp_path / "data"))
+    assert result.exit_code == 0, result.stderr
+    new = tmp_path / "data"
+    assert (new / "spm.model").read_bytes() == (data / "spm.model").read_bytes()
+    manifest, old_manifest = (json.loads((path / "manifest.json").read_text()) for path in (new, data))
+    assert manifest["subword"]["reused"] is True and old_manifest["subword"]["reused"] is False
+    assert manifest["vocab"] == old_manifest["vocab"] and manifest["corpus_tags"] == old_manifest["corpus_tags"]
+    for split in ("train", "dev"):
+        old_ids, new_ids = line_ids(data, split), line_ids(new, split)
+        shared = old_ids.keys() & new_ids.keys()
+        assert set(rows(10) + rows(10, 55) if split == "train" else rows(5, 100)) <= shared
+        assert all(new_ids[pair] == old_ids[pair] for pair in shared)  # a bt line keeps its tag, an old line none
+    model, _ = load_subwords(data)
+    src, text = TokenArray.load(new / "train.src"), (new / "train.src.txt").read_text().splitlines()
+    tagged = corpus_ranges(manifest)["bt"][0]
+    bt = manifest["corpus_tags"]["<bt>"]
+    for line in range(len(src)):  # new lines too, in the given vocabulary
+        assert src[line].tolist() == [bt] * (line in tagged) + model.encode([text[line]])[0]
+
+
+
+def test_corpora_prepared_again_in_their_own_vocabulary_are_the_same_ids(tmp_path: Path):
+    """A multilingual directory (target-language tags, a corpus tag) and the same corpora prepared with its subword
+    model: the same arrays."""
+    corpora = read_corpora(other_corpora(tmp_path, **{name: {"src_lang": "es", "tgt_lang": "en"}
+                                                      for name in ("new", "old", "bt")}))
+    config = DataConfig(subword="bpe", vocab_size=60)
+    trained = prepare_corpora(corpora, tmp_path / "trained", config)
+    again = prepare_corpora(corpora, tmp_path / "again", config, subwords=load_subwords(tmp_path / "trained"))
+    assert again["tags"] == trained["tags"] and again["corpus_tags"] == trained["corpus_tags"]
+    assert again["splits"] == trained["splits"] and again["corpora"] == trained["corpora"]
+    for name in ("train.src.tok.npy", "train.src.off.npy", "train.tgt.tok.npy", "dev.src.tok.npy", "train.corpus.npy"):
+        assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "trained" / name).read_bytes()
+
+
+def test_a_vocabulary_per_side_encodes_each_side_with_its_own(tmp_path: Path):
+    src, tgt = write_parallel(tmp_path, "plain", rows(40) + [("nueve", "nine")])
+    separate = nmtkit("prepare", "--train-src", str(tmp_path / src), "--train-tgt", str(tmp_path / tgt), "--separate",
+                      "--subword", "word", "--vocab-size", "40", "--out", str(tmp_path / "plain"))
+    assert separate.exit_code == 0, separate.stderr
+    models = load_subwords(tmp_path / "plain")
+    corpora = write_yaml(tmp_path, [{"name": "old", "src": "old.es", "tgt": "old.en"}])
+    write_parallel(tmp_path, "old", rows(10) + [("nueve uno", "nine uno")])
+    manifest = prepare_corpora(read_corpora(corpora), tmp_path / "data", DataConfig(), subwords=models)
+    for side, model in zip(("src", "tgt"), models):
+        assert (tmp_path / "data" / f"spm.{side}.model").read_bytes() == model.proto
+        assert manifest["vocab"][side] == model.vocab_size
+        ids, text = TokenArray.load(tmp_path / "data" / f"train.{side}"), (tmp_path / "data" / f"train.{side}.txt")
+        assert [ids[line].tolist() for line in range(len(ids))] == model.encode(list(iter_lines(text)))
+    assert models[0].proto != models[1].proto and not (tmp_path / "data" / "spm.model").exists()
+
+@pytest.mark.parametrize("extra, needle", [
+    ({"bt": {"tag": "<ft>"}}, "corpus 'bt': the given subword model has no tag '<ft>' (its tags are <bt>)"),
+    ({name: {"src_lang": "es", "tgt_lang": "en"} for name in ("new", "old", "bt")}, "no tag '<2en>'"),
+    ({"placeholders": True}, "data.placeholders masks placeholders to symbols this subword model lacks"),
+])
+def test_a_vocabulary_without_the_corpora_symbols_is_a_one_line_error(data: Path, tmp_path: Path, extra: dict,
+                                                                       needle: str):
+    placeholders = ["--set", "data.placeholders=auto"] if extra.pop("placeholders", False) else []
+    result = nmtkit("prepare", "--corpora", str(other_corpora(tmp_path, **extra)), "--subword-model",
+                    str(data / "spm.model"), *placeholders, "--out", str(tmp_path / "data"))
+    assert_error(result, needle)
+    assert not (tmp_path / "data").exists()
+
+
+def test_pairs_do_not_take_a_subword_model(data: Path, tmp_path: Path):
+    pairs = other_corpora(tmp_path, **{name: {"src_lang": "es", "tgt_lang": "en"} for name in ("new", "old", "bt")})
+    assert_error(nmtkit("prepare", "--pairs", str(pairs), "--subword-model", str(data / "spm.model"), "--out",
+                        str(tmp_path / "data")), "--pairs not with --subword-model")
+
+
+def test_a_model_fine_tunes_on_corpora_in_its_vocabulary(model: Path, tmp_path: Path):
+    result = nmtkit("prepare", "--corpora", str(other_corpora(tmp_path)), "--subword-model", str(model), "--out",
+                    str(tmp_path / "data"))
+    assert result.exit_code == 0, result.stderr
+    overrides = ["train.batch_tokens=128", "train.valid_bleu=false", "train.amp=none",
+                 "train.stages=[{mix: {new: 1, bt: 1}}]"]
+    summary = train_command(tmp_path / "data", tmp_path / "tuned", None, None, overrides, init_from=str(model),
+                            max_steps=2, device="cpu", threads=1)
+    assert summary["steps"] == 2

@@ -1,15 +1,18 @@
 """recipes/distill: its student configs train, export (int8 + shortlist) and translate end to end on the reverse
 task, and report.py's table says what it measured. (The whole recipe runs for minutes: `SMOKE=1 make
-recipe-distill`; this tests its parts.)"""
+recipe-distill`; this tests its parts, and run.sh's options with a stand-in for nmtkit.)"""
 
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+from pathlib import Path
 
 import pytest
 from cli_runner import nmtkit
-from scripts import ROOT, load_script
+from scripts import ROOT, load_script, recipe_path
 
 from nmtkit.config_files import load_yaml
 from nmtkit.run_config import build_config
@@ -69,3 +72,50 @@ def test_the_table_shows_every_model_and_the_filter_counts():
     assert lines[3].startswith("| student-tiny int8 + shortlist | 3.1 |")
     assert "1002 test sentences" in text and "2 threads" in text and report.cpu_name() in text
     assert "97 of 100 kept" in text and "2 length_ratio" in text
+
+
+STAND_IN = """#!/usr/bin/env bash
+echo "$(basename "$0") $*" >> "$CALLS"
+"""
+
+
+def run_recipe(root: Path, **settings: str) -> list[list[str]]:
+    """run.sh with stand-ins for nmtkit and python that only record their arguments; the calls of this run."""
+    (root / "bin").mkdir(exist_ok=True)
+    for name in ("nmtkit", "python"):
+        (root / "bin" / name).write_text(STAND_IN)
+        (root / "bin" / name).chmod(0o755)
+    (root / "bible" / "raw").mkdir(parents=True, exist_ok=True)
+    for name in ("train", "dev", "test"):
+        for side in ("es", "en"):
+            (root / "bible" / "raw" / f"{name}.{side}").write_text("uno\n")
+    (root / "teacher.pt").write_bytes(b"")
+    calls = root / "calls.log"
+    calls.unlink(missing_ok=True)
+    environment = {**os.environ, "PATH": f"{root / 'bin'}{os.pathsep}" + recipe_path(os.environ["PATH"]),
+                   "CALLS": str(calls), "BIBLE": str(root / "bible"), "DATA": str(root / "data"),
+                   "OUT": str(root / "runs"), "TEACHER": str(root / "teacher.pt"), "STUDENTS": "student-tiny",
+                   **settings}
+    result = subprocess.run(["bash", str(ROOT / "recipes" / "distill" / "run.sh")], env=environment,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return [line.split() for line in calls.read_text().splitlines()]
+
+
+def option(call: list[str], name: str) -> str | None:
+    return call[call.index(name) + 1] if name in call else None
+
+
+def test_shared_vocab_prepares_the_students_data_with_the_teachers_vocabulary(tmp_path):
+    for shared, suffix in (("0", ""), ("1", "-teacher-vocab")):
+        calls = run_recipe(tmp_path, SHARED_VOCAB=shared)
+        prepare = next(call for call in calls if call[:2] == ["nmtkit", "prepare"])
+        assert option(prepare, "--subword-model") == (str(tmp_path / "teacher.pt") if shared == "1" else None)
+        assert (option(prepare, "--vocab-size") is None) == (shared == "1")
+        assert option(prepare, "--out") == str(tmp_path / "data" / f"prepared{suffix}")
+        trains = [call for call in calls if call[:2] == ["nmtkit", "train"]]
+        assert {option(call, "--data") for call in trains} == {option(prepare, "--out")}
+        assert [Path(option(call, "--out")).name for call in trains] == \
+            [f"student-tiny{suffix}", f"student-tiny{suffix}-original"]  # beside, not over, the other's students
+        report = next(call for call in calls if call[0] == "python")
+        assert option(report, "--out") == str(tmp_path / "runs" / ("teacher-vocab" if suffix else ""))

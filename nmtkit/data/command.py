@@ -7,7 +7,7 @@ from pathlib import Path
 
 from nmtkit.checkpoint_file import load_checkpoint
 from nmtkit.config import DataConfig
-from nmtkit.data.corpora import read_corpora
+from nmtkit.data.corpora import Corpus, read_corpora
 from nmtkit.data.multilingual import read_pairs
 from nmtkit.data.prepare import SplitFiles, prepare_data
 from nmtkit.data.prepare_corpora import prepare_corpora
@@ -20,15 +20,24 @@ def prepare_command(splits: dict[str, SplitFiles], out: Path, config: DataConfig
                     corpora: Path | None = None) -> dict:
     """Write the data directory `out` and return its manifest. `corpora` (a YAML list of named corpora) or `pairs`
     (one of language pairs) replaces `splits`; `subword_model` (a checkpoint or a SentencePiece model) encodes with
-    its vocabulary instead of training one."""
-    if pairs is not None or corpora is not None:
-        if splits or subword_model or (pairs and corpora):
-            raise NmtkitError("--corpora (or --pairs) lists every file of the data directory; it does not combine "
-                              "with --train-*/--dev-*/--test-*, --subword-model or the other of --corpora/--pairs")
-        listed = read_pairs(pairs) if pairs is not None else read_corpora(corpora)
-        return prepare_corpora(listed, out, config, langs, overwrite)
+    its vocabulary instead of training one, for `splits` or `corpora`."""
+    listed = _listed_corpora(splits, pairs, corpora, subword_model)
     subwords = vocabulary_of(subword_model) if subword_model else None
-    return prepare_data(splits, out, config, langs, overwrite, subwords)
+    if listed is None:
+        return prepare_data(splits, out, config, langs, overwrite, subwords)
+    return prepare_corpora(listed, out, config, langs, overwrite, subwords)
+
+
+def _listed_corpora(splits: dict[str, SplitFiles], pairs: Path | None, corpora: Path | None,
+                    subword_model: Path | None) -> list[Corpus] | None:
+    """The corpora of the --corpora or --pairs file; None when neither is given."""
+    if pairs is None and corpora is None:
+        return None
+    if splits or (pairs and corpora) or (pairs and subword_model):
+        raise NmtkitError("--corpora (or --pairs) lists every file of the data directory; it does not combine with "
+                          "--train-*/--dev-*/--test-* or the other of --corpora/--pairs, and --pairs not with "
+                          "--subword-model (--corpora takes the same file)")
+    return read_pairs(pairs) if pairs is not None else read_corpora(corpora)
 
 
 def vocabulary_of(path: str | Path) -> tuple[Subword, Subword]:

@@ -8,6 +8,10 @@ tag and its languages. Each corpus is filtered on its own: its own median length
 within the corpus, not across corpora, so that a corpus keeps the same pairs whatever else is listed (a mix's weight
 for it means the same), and a pair in two corpora (one of them tagged) stays in both. Dev and test lines get the
 target-language tag of a multilingual directory but no corpus tag: they stand for what users translate, untagged.
+
+With `--subword-model` every corpus is encoded with a given vocabulary (a checkpoint's, for fine-tuning it on a mix of
+corpora or for a student sharing its teacher's), nothing is trained, and the manifest says "reused" as `prepare_data`'s
+does. The tags must then be in that vocabulary already, as the control symbols a corpora directory trains them as.
 """
 
 from __future__ import annotations
@@ -29,13 +33,14 @@ from nmtkit.data.prepare import (
     TrainingMasking,
     binarize,
     check_and_measure,
+    keep_subwords,
     report_filters,
     subword_sample,
     write_manifest,
     write_pairs,
 )
 from nmtkit.data.staging import staged_output
-from nmtkit.data.subword import Subword, train_subword
+from nmtkit.data.subword import BOS, EOS, PAD, Subword, train_subword
 from nmtkit.errors import NmtkitError
 
 
@@ -49,15 +54,40 @@ def naming(corpus: Corpus) -> Iterator[None]:
 
 
 def prepare_corpora(corpora: list[Corpus], out: Path, config: DataConfig, langs: tuple[str, str] = ("src", "tgt"),
-                    overwrite: bool = False) -> dict:
+                    overwrite: bool = False, subwords: tuple[Subword, Subword] | None = None) -> dict:
     """Validate, clean and binarize the corpora into one data directory and return its manifest (as `prepare_data`'s,
     plus "corpora", "corpus_tags" and, when multilingual, "pairs" and "tags"). `langs` names the one language pair
-    of corpora that give no languages. Written as `prepare_data` writes, through a staging directory."""
-    if not config.joint:
+    of corpora that give no languages. `subwords` (source, target) encode instead of a joint model trained on the
+    corpora; they must hold the corpora's tags and, with data.placeholders, the reserved symbols. Written as
+    `prepare_data` writes, through a staging directory."""
+    if subwords is None and not config.joint:
         raise NmtkitError("--corpora and --pairs train one joint vocabulary for every corpus; drop --separate "
                           "(data.joint=false)")
+    if subwords is not None:
+        TrainingMasking.of(config).check_vocabulary(subwords)
+        _check_tags(corpora, subwords[0])
     with staged_output(out, overwrite) as staging:
-        return _write_corpora(corpora, staging, config, langs)
+        return _write_corpora(corpora, staging, config, langs, subwords)
+
+
+def _tags(corpora: list[Corpus]) -> list[tuple[str, Corpus]]:
+    """Each control symbol the corpora's sources start with (target-language tags, then corpus tags, each sorted),
+    with the first corpus that uses it."""
+    languages = {tag(corpus.tgt_lang): corpus for corpus in reversed(corpora) if corpus.src_lang is not None}
+    corpus_tags = {corpus.tag: corpus for corpus in reversed(corpora) if corpus.tag}
+    return sorted(languages.items()) + sorted(corpus_tags.items())
+
+
+def _check_tags(corpora: list[Corpus], subword: Subword) -> None:
+    """An error naming the first tag of the corpora that the given source vocabulary does not hold as a tag."""
+    processor = subword.processor
+    known = [processor.id_to_piece(index) for index in range(subword.vocab_size)
+             if processor.is_control(index) and index not in (PAD, BOS, EOS)]
+    for symbol, corpus in _tags(corpora):
+        if symbol not in known:
+            has = f"its tags are {', '.join(known)}" if known else "it was trained without tags"
+            raise NmtkitError(f"corpus {corpus.name!r}: the given subword model has no tag {symbol!r} ({has}); give "
+                              "the vocabulary of a model trained with that tag, or prepare without --subword-model")
 
 
 def _write_split(name: str, corpora: list[Corpus], config: DataConfig, stats: list[FilterStats],
@@ -82,7 +112,8 @@ def _measure(corpus: Corpus) -> FilterStats:
         return check_and_measure(corpus.splits)
 
 
-def _write_corpora(corpora: list[Corpus], out: Path, config: DataConfig, langs: tuple[str, str]) -> dict:
+def _write_corpora(corpora: list[Corpus], out: Path, config: DataConfig, langs: tuple[str, str],
+                   subwords: tuple[Subword, Subword] | None) -> dict:
     masking = TrainingMasking.of(config)
     stats = [_measure(corpus) for corpus in corpora]
     split_names = [name for name in SPLITS if any(name in corpus.splits for corpus in corpora)]
@@ -93,23 +124,30 @@ def _write_corpora(corpora: list[Corpus], out: Path, config: DataConfig, langs: 
             raise NmtkitError(f"corpus {corpus.name!r}: no training pairs are left after filtering; check its files "
                               "and the filter settings")
     multilingual = corpora[0].src_lang is not None
-    symbols = sorted({tag(corpus.tgt_lang) for corpus in corpora} if multilingual else ()) + \
-        sorted({corpus.tag for corpus in corpora if corpus.tag})
-    kept = sum(counts["train"])
-    model = train_subword(subword_sample([out / "train.src.txt", out / "train.tgt.txt"], 2 * kept, config), config,
-                          config.vocab_size, symbols, masking.symbols)
-    (out / "spm.model").write_bytes(model.proto)
-    manifest = _manifest(corpora, config, model, stats, counts, langs) | \
+    models = keep_subwords(out, subwords) if subwords is not None else \
+        _train_joint(out, sum(counts["train"]), config, [symbol for symbol, _ in _tags(corpora)], masking.symbols)
+    manifest = _manifest(corpora, config, models, stats, counts, langs) | \
         {"placeholders": masking.record(config.placeholders)}
+    manifest["subword"]["reused"] = subwords is not None
     for name in split_names:
         line_corpus = np.repeat(np.arange(len(corpora)), counts[name])
-        prefixes = _prefixes(corpora, model, multilingual, with_corpus_tags=name == "train")
+        prefixes = _prefixes(corpora, models[0], multilingual, with_corpus_tags=name == "train")
         source_prefixes = SourcePrefixes(prefixes, line_corpus) if prefixes else None
-        manifest["splits"][name] = binarize(name, (model, model), out, source_prefixes, config)
+        manifest["splits"][name] = binarize(name, models, out, source_prefixes, config)
         if multilingual:
             _save_line_pairs(out, name, corpora, line_corpus, manifest["splits"][name].get("subword_samples", 1))
     write_manifest(out, manifest)
     return manifest
+
+
+def _train_joint(out: Path, kept: int, config: DataConfig, tags: list[str],
+                 placeholder_symbols: list[str]) -> tuple[Subword, Subword]:
+    """One SentencePiece model for both sides, trained on the corpora's kept pairs with their tags (control
+    symbols) and placeholder symbols, written to `out`."""
+    model = train_subword(subword_sample([out / "train.src.txt", out / "train.tgt.txt"], 2 * kept, config), config,
+                          config.vocab_size, tags, placeholder_symbols)
+    (out / "spm.model").write_bytes(model.proto)
+    return model, model
 
 
 def _prefixes(corpora: list[Corpus], model: Subword, multilingual: bool, with_corpus_tags: bool) -> list[list[int]]:
@@ -138,17 +176,17 @@ def _total(stats: list[FilterStats]) -> dict:
     return {**total.as_dict(), "median_length_ratio": None}
 
 
-def _manifest(corpora: list[Corpus], config: DataConfig, model: Subword, stats: list[FilterStats],
+def _manifest(corpora: list[Corpus], config: DataConfig, models: tuple[Subword, Subword], stats: list[FilterStats],
               counts: dict[str, list[int]], langs: tuple[str, str]) -> dict:
-    piece_id = model.processor.piece_to_id
+    piece_id = models[0].processor.piece_to_id  # tags start sources
     starts = np.cumsum([0, *counts["train"]])
     entries = [{"name": corpus.name, "src_lang": corpus.src_lang, "tgt_lang": corpus.tgt_lang, "tag": corpus.tag,
                 "train": {"start": int(starts[index]), "count": counts["train"][index]},
                 "sentences": {name: split_counts[index] for name, split_counts in counts.items()},
                 "filter": stats[index].as_dict()} for index, corpus in enumerate(corpora)]
     manifest = {"format": 1, "src_lang": langs[0], "tgt_lang": langs[1], "data": asdict(config),
-                "vocab": {"src": model.vocab_size, "tgt": model.vocab_size},
-                "subword": {"src": model.settings, "tgt": model.settings, "reused": False},
+                "vocab": {"src": models[0].vocab_size, "tgt": models[1].vocab_size},
+                "subword": {"src": models[0].settings, "tgt": models[1].settings},
                 "filter": _total(stats), "corpora": entries,
                 "corpus_tags": {corpus.tag: piece_id(corpus.tag) for corpus in corpora if corpus.tag}, "splits": {}}
     if corpora[0].src_lang is not None:

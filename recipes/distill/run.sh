@@ -10,8 +10,11 @@
 #      STUDENTS (student-6-1 student-tiny: recipes/distill/NAME.yaml), TIME (15m per student), THREADS (0 = all
 #      cores; the speed table always uses 2), DISTILL_ENGINE (int8: the teacher's int8 export translates, the
 #      fastest; pytorch: the checkpoint itself), FILTER_ARGS (e.g. "--drop-worst 0.05"), BIBLE (data/bible),
-#      DATA (data/distill-es-en), OUT (runs/distill-es-en). Every step is skipped when its output exists, and the
-#      distillation and training resume, so an interrupted recipe continues where it stopped.
+#      DATA (data/distill-es-en), OUT (runs/distill-es-en), SHARED_VOCAB (0: the students' data trains its own
+#      vocabulary; 1: it is encoded with the teacher's, prepare --subword-model, into $DATA/prepared-teacher-vocab,
+#      the students train into $OUT/NAME-teacher-vocab and the table goes to $OUT/teacher-vocab). Every step is
+#      skipped when its output exists, and the distillation and training resume, so an interrupted recipe continues
+#      where it stopped.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 smoke=${SMOKE:-0}
@@ -21,6 +24,9 @@ out=${OUT:-runs/distill-es-en}
 threads=${THREADS:-0}
 students=${STUDENTS:-student-6-1 student-tiny}
 engine=${DISTILL_ENGINE:-int8}
+variant="" tables=$out  # SHARED_VOCAB=1: its own data directory, students and table, beside the others
+if [ "${SHARED_VOCAB:-0}" = 1 ]; then variant=-teacher-vocab tables=$out/teacher-vocab; fi
+prepared=$data/prepared$variant
 # smoke: no dev BLEU (an untrained model's dev translations run to the length limit), no amp trial (seconds each)
 quick=()
 if [ "$smoke" = 1 ]; then
@@ -29,7 +35,7 @@ if [ "$smoke" = 1 ]; then
 else
   time=${TIME:-15m} lines=0 vocab=${VOCAB:-8000} test_lines=0
 fi
-mkdir -p "$data" "$out"
+mkdir -p "$data" "$out" "$tables"
 
 [ -f "$bible/raw/train.es" ] || DATA="$bible" bash "$here/../bible/run.sh" data
 
@@ -71,37 +77,40 @@ fi
 nmtkit filter-distilled --src "$data/train.es" --hyp "$data/distilled.scored.en" --out-src "$data/distilled.es" \
   --out-tgt "$data/distilled.en" --report "$data/filter.json" ${FILTER_ARGS:-} > /dev/null
 
-# one data directory, one vocabulary: the distilled pairs and the original pairs as two named corpora
+# one data directory, one vocabulary (its own, or the teacher's with SHARED_VOCAB=1): the distilled pairs and the
+# original pairs as two named corpora
 cat > "$data/corpora.yaml" <<EOF
 - {name: original, src: train.es, tgt: train.en, dev: [$(realpath "$bible/raw/dev.es"), $(realpath "$bible/raw/dev.en")]}
 - {name: distilled, src: distilled.es, tgt: distilled.en}
 EOF
-[ -f "$data/prepared/manifest.json" ] || nmtkit prepare --corpora "$data/corpora.yaml" --src-lang es \
-  --tgt-lang en --vocab-size "$vocab" --out "$data/prepared" > /dev/null
+vocabulary=(--vocab-size "$vocab")
+[ -n "$variant" ] && vocabulary=(--subword-model "${teachers[0]}")  # an ensemble's members share theirs
+[ -f "$prepared/manifest.json" ] || nmtkit prepare --corpora "$data/corpora.yaml" --src-lang es \
+  --tgt-lang en "${vocabulary[@]}" --out "$prepared" > /dev/null
 
 train() {  # train NAME CONFIG MIX: a student for $time on the corpora of MIX, exported to int8 with a shortlist
   local name=$1 config=$2 mix=$3 resume=()
   [ -f "$out/$name/last.pt" ] && resume=(--resume)
   if [ ! -f "$out/$name/train.summary.json" ]; then
-    nmtkit train --data "$data/prepared" --config "$config" --out "$out/$name" "${resume[@]}" --max-time "$time" \
+    nmtkit train --data "$prepared" --config "$config" --out "$out/$name" "${resume[@]}" --max-time "$time" \
       --threads "$threads" --set "train.stages=[{mix: $mix}]" "${quick[@]}" > "$out/$name/train.summary.part"
     mv "$out/$name/train.summary.part" "$out/$name/train.summary.json"
   fi
   [ -f "$out/$name-int8/nmtkit.json" ] || nmtkit export -m "$out/$name/model.pt" --out "$out/$name-int8" \
-    --quantization int8 --shortlist "$data/prepared" > /dev/null
+    --quantization int8 --shortlist "$prepared" > /dev/null
 }
 first=""
 for student in $students; do
-  mkdir -p "$out/$student"
-  train "$student" "$here/$student.yaml" "{distilled: 1, original: 1}"
+  mkdir -p "$out/$student$variant"
+  train "$student$variant" "$here/$student.yaml" "{distilled: 1, original: 1}"
   first=${first:-$student}
 done
-mkdir -p "$out/$first-original"
-train "$first-original" "$here/$first.yaml" "{original: 1}"
+mkdir -p "$out/$first$variant-original"
+train "$first$variant-original" "$here/$first.yaml" "{original: 1}"
 
 rows=(--row "teacher (PyTorch)=$teacher")
 [ ${#teachers[@]} -eq 1 ] && rows+=(--row "teacher int8=$out/teacher-int8")
-for student in $students; do rows+=(--row "$student int8 + shortlist=$out/$student-int8"); done
-rows+=(--row "$first int8 + shortlist, original data only=$out/$first-original-int8")
+for student in $students; do rows+=(--row "$student$variant int8 + shortlist=$out/$student$variant-int8"); done
+rows+=(--row "$first$variant int8 + shortlist, original data only=$out/$first$variant-original-int8")
 python "$here/report.py" --src "$bible/raw/test.es" --ref "$bible/raw/test.en" --lines "$test_lines" \
-  --filter "$data/filter.json" --out "$out" "${rows[@]}" | tee "$out/results.md"
+  --filter "$data/filter.json" --out "$tables" "${rows[@]}" | tee "$tables/results.md"
