@@ -38,6 +38,13 @@ python "$here/data.py" --out "$data"
   --out "$prepared" > /dev/null
 [ "${1:-}" = data ] && exit 0
 
+# FINETUNE: the config with its two stages, written before each run or resume (the same file for the same data)
+if [ -n "${FINETUNE:-}" ]; then
+  python "$here/stages.py" --base "$config" --data "$prepared" --finetune "$FINETUNE" --max-time "${MAX_TIME:-}" \
+    --out "$out/stages.yaml"
+  config=$out/stages.yaml
+fi
+
 gpus=$(python -c 'import torch; print(torch.cuda.device_count())')
 gpu_args=()
 [ "$gpus" -gt 1 ] && gpu_args=(--gpus "$gpus")
@@ -46,11 +53,6 @@ time_args=()
 resume=()
 [ -f "$out/last.pt" ] && resume=(--resume)
 mkdir -p "$out"
-if [ -n "${FINETUNE:-}" ]; then
-  python "$here/stages.py" --base "$config" --data "$prepared" --finetune "$FINETUNE" --max-time "${MAX_TIME:-}" \
-    --out "$out/stages.yaml"
-  config=$out/stages.yaml
-fi
 # shellcheck disable=SC2086  # TRAIN_ARGS is a list of arguments
 nmtkit train --data "$prepared" --config "$config" "${resume[@]}" "${gpu_args[@]}" "${time_args[@]}" \
   --threads "${THREADS:-0}" --out "$out" ${TRAIN_ARGS:-} > "$out/train.summary.json"
