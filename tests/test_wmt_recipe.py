@@ -4,12 +4,14 @@ The mirror holds the six archives under their official URL paths, with the offic
 training .tgz files (Europarl and News Commentary under training/, Common Crawl at the top, other language pairs
 beside the de-en files), the test sets of sacrebleu's wmt13 (test.tgz), wmt14/full (test-full.tgz) and wmt14
 (test-filtered.tgz) as WMT's SGML files, and a SHA256SUMS file, since its bytes cannot match the official checksums.
+`run.sh data` on it (once for the module) writes and prepares the three named corpora that the other tests read.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import random
 import socket
@@ -18,24 +20,30 @@ import tarfile
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from scripts import ROOT, load_script, recipe_path
 
 from nmtkit.config_files import load_yaml
+from nmtkit.data.corpora import read_corpora
+from nmtkit.errors import NmtkitError
 from nmtkit.run_config import build_config
 
 load_script("recipes/wmt/download.py", "download")  # data.py imports it as its neighbour
 data = load_script("recipes/wmt/data.py", "wmt_data")
+stages = load_script("recipes/wmt/stages.py", "wmt_stages")
 
 WORDS = {"the": "die", "house": "Haus", "small": "klein", "is": "ist", "green": "grün", "we": "wir", "see": "sehen",
          "a": "ein", "dog": "Hund", "and": "und", "cat": "Katze", "today": "heute", "city": "Stadt", "big": "groß",
          "old": "alt", "new": "neu", "tree": "Baum", "river": "Fluss", "red": "rot", "they": "sie"}
-CORPORA = {  # official archive path -> (de-en member prefix, other members)
-    "wmt13/training-parallel-europarl-v7.tgz": ("training/europarl-v7.de-en", ["training/europarl-v7.fr-en.fr"]),
-    "wmt13/training-parallel-commoncrawl.tgz": ("commoncrawl.de-en", ["commoncrawl.fr-en.fr"]),
-    "wmt14/training-parallel-nc-v9.tgz": ("training/news-commentary-v9.de-en",
-                                          ["training/news-commentary-v9.cs-en.cs"]),
+CORPORA = {  # official archive path -> (corpus name, de-en member prefix, other members, sentence pairs)
+    "wmt13/training-parallel-europarl-v7.tgz": ("europarl", "training/europarl-v7.de-en",
+                                                ["training/europarl-v7.fr-en.fr"], 150),
+    "wmt13/training-parallel-commoncrawl.tgz": ("commoncrawl", "commoncrawl.de-en", ["commoncrawl.fr-en.fr"], 120),
+    "wmt14/training-parallel-nc-v9.tgz": ("news-commentary", "training/news-commentary-v9.de-en",
+                                          ["training/news-commentary-v9.cs-en.cs"], 90),
 }
+NOISY = "commoncrawl"  # ends with a copy of its first pair and a pair without German: what its filters remove
 
 
 def sentence_pairs(count: int, seed: int) -> tuple[list[str], list[str]]:
@@ -67,12 +75,13 @@ def write_tgz(path: Path, members: dict[str, bytes]) -> None:
 
 
 def build_mirror(root: Path) -> dict:
-    """Write the tiny mirror; returns the text each split should end up with."""
-    expected = {"train.en": [], "train.de": []}
-    for seed, (archive, (prefix, others)) in enumerate(CORPORA.items()):
-        english, german = sentence_pairs(120, seed)
-        expected["train.en"] += english
-        expected["train.de"] += german
+    """Write the tiny mirror; returns the text each raw/ file should end up with."""
+    expected = {}
+    for seed, (archive, (name, prefix, others, count)) in enumerate(CORPORA.items()):
+        english, german = sentence_pairs(count, seed)
+        if name == NOISY:
+            english, german = english + [english[0], "the city"], german + [german[0], ""]
+        expected |= {f"{name}.en": english, f"{name}.de": german}
         members = {f"{prefix}.en": text(english), f"{prefix}.de": text(german)}
         write_tgz(root / archive, {**members, **{name: b"autre\n" for name in others}})
     dev_en, dev_de = sentence_pairs(30, 10)
@@ -119,17 +128,48 @@ def mirror(tmp_path_factory):
     return root, build_mirror(root)
 
 
-def test_recipe_end_to_end_on_a_tiny_mirror(mirror, tmp_path):
-    root, expected = mirror
-    (tmp_path / "tiny.yaml").write_text(TINY)
-    result = run_recipe(NMTKIT_MIRROR=str(root), DATA=str(tmp_path / "data"), OUT=str(tmp_path / "run"),
-                        CONFIG=str(tmp_path / "tiny.yaml"), VOCAB="100", THREADS="1", AVERAGE="2")
+@pytest.fixture(scope="module")
+def prepared(mirror, tmp_path_factory):
+    """The data directory that `run.sh data` writes from the tiny mirror, and that run's output."""
+    root, _ = mirror
+    data_dir = tmp_path_factory.mktemp("wmt14")
+    result = run_recipe("data", NMTKIT_MIRROR=str(root), DATA=str(data_dir), VOCAB="100")
     assert result.returncode == 0, result.stderr[-3000:]
-    raw = tmp_path / "data/raw"
+    return data_dir, result
+
+
+def test_data_keeps_each_corpus_apart_and_prepares_them_by_name(mirror, prepared):
+    (_, expected), (data_dir, result) = mirror, prepared
     for name, lines in expected.items():
-        assert (raw / name).read_text(encoding="utf-8").splitlines() == lines, name
+        assert (data_dir / "raw" / name).read_text(encoding="utf-8").splitlines() == lines, name
+    assert not (data_dir / "raw/train.en").exists() and not (data_dir / "extracted").exists()
     assert "against the SHA-256 in the mirror's SHA256SUMS" in result.stderr
-    assert not (tmp_path / "data/extracted").exists()
+    listed = read_corpora(data_dir / "corpora.yaml")
+    assert [corpus.name for corpus in listed] == ["europarl", "commoncrawl", "news-commentary"]
+    assert [sorted(corpus.splits) for corpus in listed] == [["train"], ["train"], ["dev", "test", "train"]]
+    assert listed[2].splits["dev"].src == data_dir / "raw/dev.en"
+    manifest = json.loads((data_dir / "bpe100/manifest.json").read_text(encoding="utf-8"))
+    assert (manifest["src_lang"], manifest["tgt_lang"]) == ("en", "de")
+    assert manifest["data"]["character_coverage"] == pytest.approx(0.9999)
+    start = 0
+    for corpus, (name, _, _, count) in zip(manifest["corpora"], CORPORA.values(), strict=True):
+        removed = {"duplicate": 1, "empty": 1} if name == NOISY else {}
+        assert corpus["name"] == name and corpus["filter"]["read"] == len(expected[f"{name}.en"])
+        assert corpus["filter"]["removed"] == removed and corpus["filter"]["kept"] == count
+        assert corpus["train"] == {"start": start, "count": count} and corpus["sentences"]["train"] == count
+        start += count
+    assert manifest["filter"]["removed"] == {"duplicate": 1, "empty": 1}
+    assert [corpus["sentences"]["dev"] for corpus in manifest["corpora"]] == [0, 0, len(expected["dev.en"])]
+    assert manifest["splits"]["test"]["sentences"] == len(expected["test.en"])
+
+
+def test_recipe_end_to_end_on_a_tiny_mirror(mirror, prepared, tmp_path):
+    (_, expected), (data_dir, _) = mirror, prepared
+    (tmp_path / "tiny.yaml").write_text(TINY)
+    result = run_recipe(DATA=str(data_dir), OUT=str(tmp_path / "run"), CONFIG=str(tmp_path / "tiny.yaml"),
+                        VOCAB="100", THREADS="1", AVERAGE="2")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "extracting" not in result.stderr  # the data is there: skipped, no mirror needed
     for name, split in (("newstest2014", "test"), ("newstest2014-filtered", "test-filtered")):
         hypotheses = (tmp_path / f"run/{name}.hyp").read_text(encoding="utf-8").splitlines()
         assert len(hypotheses) == len(expected[f"{split}.en"])
@@ -190,12 +230,66 @@ def test_configs_load_and_follow_the_paper(size, d_model, heads, ffn, dropout, s
     assert train.lr == pytest.approx(d_model ** -0.5 * 4000 ** -0.5, rel=1e-3)  # Eq. 3 at step = warmup
     assert train.batch_tokens * train.update_freq == 25_000 and train.max_steps == steps
     assert (config.decode.beam, config.decode.alpha) == (4, 0.6)
+    assert train.stages == []  # every pair once an epoch: the corpora in proportion to their sizes, as the paper
 
 
-def test_concatenate_adds_missing_newlines_and_replaces_invalid_utf8(tmp_path):
-    first, second = tmp_path / "first", tmp_path / "second"
-    first.write_bytes(b"one\ntwo")
-    second.write_bytes(b"caf\xe9\n\xe2\x80\xa8inside\rone line\n")  # Latin-1 byte; U+2028 and CR stay in the line
-    data.concatenate([first, second], tmp_path / "both")
-    assert (tmp_path / "both").read_bytes() == "one\ntwo\ncaf\ufffd\n\u2028inside\rone line\n".encode()
-    assert (data.count_lines(first), data.count_lines(tmp_path / "both")) == (2, 4)
+def corpus_target_tokens(data_dir: Path) -> dict[str, int]:
+    """Each corpus' target tokens with an EOS a line, from the manifest's ranges and the target offsets."""
+    manifest = json.loads((data_dir / "manifest.json").read_text(encoding="utf-8"))
+    lengths = np.diff(np.load(data_dir / "train.tgt.off.npy")) + 1
+    return {corpus["name"]: int(lengths[corpus["train"]["start"] : corpus["train"]["start"] +
+                                        corpus["train"]["count"]].sum()) for corpus in manifest["corpora"]}
+
+
+@pytest.mark.parametrize("max_time, until", [("", {"updates": 90_000}), ("2h", {"updates": 90_000, "time": 6480.0})])
+def test_finetune_config_mixes_by_size_then_news_commentary_alone(prepared, tmp_path, max_time, until):
+    data_dir = prepared[0] / "bpe100"
+    out = tmp_path / "stages.yaml"
+    assert stages.main(["--base", str(ROOT / "recipes/wmt/transformer-base.yaml"), "--data", str(data_dir),
+                        "--finetune", "0.1", "--max-time", max_time, "--out", str(out)]) == 0
+    config = build_config(load_yaml(out))
+    first, second = config.train.stages
+    tokens = corpus_target_tokens(data_dir)
+    assert first.mix == tokens and len(set(tokens.values())) == 3  # shares of target tokens, as the mix draws them
+    assert (first.until.updates, first.until.time) == (until["updates"], until.get("time", 0.0))
+    assert second.mix == {"news-commentary": 1.0} and second.until.updates == 0 and second.until.time == 0
+    assert config.model.d_model == 512 and config.train.max_steps == 100_000  # the rest is the base config
+
+
+@pytest.mark.parametrize("finetune, message", [("1", "FINETUNE=1: give the share"), ("x", "FINETUNE=x: give")])
+def test_finetune_share_outside_0_1_is_one_line(prepared, tmp_path, capsys, finetune, message):
+    assert stages.main(["--base", str(ROOT / "recipes/wmt/transformer-base.yaml"), "--data",
+                        str(prepared[0] / "bpe100"), "--finetune", finetune, "--out", str(tmp_path / "s.yaml")]) == 1
+    assert capsys.readouterr().err.startswith(f"error: {message}")
+    assert not (tmp_path / "s.yaml").exists()
+
+
+def test_finetune_needs_a_corpora_directory(tmp_path):
+    with pytest.raises(NmtkitError, match="no corpus 'news-commentary'"):
+        stages.stages({"train": 10}, 0.1, 100, 0.0)
+    with pytest.raises(NmtkitError, match="FINETUNE needs a budget"):
+        stages.stages({"news-commentary": 10}, 0.1, 0, 0.0)
+
+
+def test_recipe_finetunes_on_news_commentary_at_the_end(prepared, tmp_path):
+    (tmp_path / "tiny.yaml").write_text(TINY.replace("max_steps: 30", "max_steps: 12").replace("log_every: 10",
+                                                                                                "log_every: 4"))
+    out = tmp_path / "runs/tiny-finetune0.5"
+    result = run_recipe(DATA=str(prepared[0]), OUT=str(out), CONFIG=str(tmp_path / "tiny.yaml"), VOCAB="100",
+                        THREADS="1", AVERAGE="0", FINETUNE="0.5")
+    assert result.returncode == 0, result.stderr[-3000:]
+    log = (out / "train.log").read_text(encoding="utf-8")
+    assert "stage 2 of 2 from step 7: mix {'news-commentary': 1.0}" in log
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    last = [record for record in records if "shares" in record][-1]
+    assert last["stage"] == 2 and last["shares"]["news-commentary"] == 1.0
+    assert (out / "scores.txt").read_text().startswith("newstest2014: 40 sentences")
+
+
+def test_copy_text_adds_a_missing_newline_and_replaces_invalid_utf8(tmp_path):
+    source = tmp_path / "source"
+    source.write_bytes(b"caf\xe9\n\xe2\x80\xa8inside\rone line\nlast")  # Latin-1 byte; U+2028 and CR stay in the line
+    data.copy_text(source, tmp_path / "copy")
+    assert (tmp_path / "copy").read_bytes() == "caf\ufffd\n\u2028inside\rone line\nlast\n".encode()
+    assert data.count_lines(source) == data.count_lines(tmp_path / "copy") == 3
+    assert not (tmp_path / "copy.partial").exists()

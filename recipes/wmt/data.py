@@ -2,10 +2,13 @@
 
     python recipes/wmt/data.py --out data/wmt14
 
-writes `raw/train.{en,de}` (Europarl v7, Common Crawl and News Commentary v9, concatenated in that order),
-`raw/dev.{en,de}` (newstest2013), `raw/test.{en,de}` (newstest2014 as sacrebleu's `wmt14/full`, 3,003 sentences,
-the set of Vaswani et al.) and `raw/test-filtered.{en,de}` (sacrebleu's `wmt14`: the 2,737 sentences of the official
-WMT14 evaluation). Archives go to `download/` under their URL paths, are resumed when a
+writes each training corpus apart, under the name that `nmtkit prepare --corpora` and a training mix know it by:
+`raw/europarl.{en,de}` (Europarl v7), `raw/commoncrawl.{en,de}` (Common Crawl) and `raw/news-commentary.{en,de}`
+(News Commentary v9); `raw/dev.{en,de}` (newstest2013), `raw/test.{en,de}` (newstest2014 as sacrebleu's
+`wmt14/full`, 3,003 sentences, the set of Vaswani et al.) and `raw/test-filtered.{en,de}` (sacrebleu's `wmt14`:
+the 2,737 sentences of the official WMT14 evaluation); and `corpora.yaml`, the three corpora for
+`nmtkit prepare --corpora`, dev and test listed with News Commentary (the news corpus; the test-filtered set is
+translated from raw/, not prepared). Archives go to `download/` under their URL paths, are resumed when a
 download was interrupted and are checked against the sizes and checksums below before use. `NMTKIT_MIRROR` (a
 directory or a base URL) replaces the official hosts; see recipes/wmt/download.py for its layout and checksums.
 Dev and test text is read through sacrebleu, whose cache is pointed at `sacrebleu/` inside the data directory and
@@ -25,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import yaml
 from download import MIRROR_ENV, RemoteFile, download_all, extract_all, extract_members
 from sacrebleu.dataset import DATASETS
 
@@ -37,7 +41,8 @@ SRC, TGT = "en", "de"
 
 @dataclass(frozen=True)
 class Corpus:
-    """A training corpus: the path of its members without the language suffix, and its archive."""
+    """A training corpus: its name (raw/<name>.<lang>, the corpora.yaml and a training mix), the path of its
+    members without the language suffix, and its archive."""
 
     name: str
     prefix: str
@@ -49,13 +54,13 @@ class Corpus:
 # Common Crawl sums also appear in stagedml/stagedml, src/stagedml/stages/fetchwmt.py. The member paths are those
 # of fairseq's prepare-wmt14en2de.sh and of Sockeye's autopilot task wmt14_en_de.
 CORPORA = (
-    Corpus("europarl-v7", "training/europarl-v7.de-en", RemoteFile(
+    Corpus("europarl", "training/europarl-v7.de-en", RemoteFile(
         "http://statmt.org/wmt13/training-parallel-europarl-v7.tgz", 657_632_379,
         "sha256:0224c7c710c8a063dfd893b0cc0830202d61f4c75c17eb8e31836103d27d96e7")),
     Corpus("commoncrawl", "commoncrawl.de-en", RemoteFile(
         "http://statmt.org/wmt13/training-parallel-commoncrawl.tgz", 918_311_367,
         "sha256:c7a74e2ea01ac6c920123108627e35278d4ccb5701e15428ffa34de86fa3a9e5")),
-    Corpus("news-commentary-v9", "training/news-commentary-v9.de-en", RemoteFile(
+    Corpus("news-commentary", "training/news-commentary-v9.de-en", RemoteFile(
         "http://statmt.org/wmt14/training-parallel-nc-v9.tgz", 80_418_416,
         "sha256:cb8953f292298e6877ae433c98912b927cb0766b303f4540512ddd286c748485")),
 )
@@ -64,6 +69,8 @@ CORPORA = (
 # newstest2014 English->German exists twice: the 3,003 sentences of `wmt14/full`, on which Vaswani et al.,
 # tensor2tensor and fairseq report, and the 2,737 of `wmt14`, the filtered set of the official WMT14 evaluation.
 TEST_SETS = {"dev": "wmt13", "test": "wmt14/full", "test-filtered": "wmt14"}
+# the corpus that lists dev and test in corpora.yaml: which one only decides where the manifest counts them
+NEWS = "news-commentary"
 
 
 def test_set_archive(name: str) -> RemoteFile:
@@ -90,16 +97,15 @@ def ends_with_newline(path: Path) -> bool:
         return handle.read(1) == b"\n"
 
 
-def concatenate(parts: list[Path], dest: Path) -> None:
-    """Concatenate text files (adding a missing last newline), renamed into place when done. Bytes that are not
-    UTF-8 become U+FFFD: a stray byte in web-crawled text should not stop `nmtkit prepare`, which rejects it."""
+def copy_text(source: Path, dest: Path) -> None:
+    """Copy a text file (adding a missing last newline), renamed into place when done. Bytes that are not UTF-8
+    become U+FFFD: a stray byte in web-crawled text should not stop `nmtkit prepare`, which rejects it."""
     partial = dest.with_name(dest.name + ".partial")
-    with open(partial, "w", encoding="utf-8", newline="") as out:
-        for part in parts:
-            with open(part, encoding="utf-8", errors="replace", newline="") as handle:
-                shutil.copyfileobj(handle, out, 1 << 20)
-            if part.stat().st_size and not ends_with_newline(part):
-                out.write("\n")
+    with open(source, encoding="utf-8", errors="replace", newline="") as handle, \
+            open(partial, "w", encoding="utf-8", newline="") as out:
+        shutil.copyfileobj(handle, out, 1 << 20)
+        if source.stat().st_size and not ends_with_newline(source):
+            out.write("\n")
     os.replace(partial, dest)
 
 
@@ -118,14 +124,28 @@ def extract_corpus(corpus: Corpus, out: Path) -> tuple[Path, Path]:
 
 
 def make_train(out: Path) -> None:
+    """raw/<corpus>.{en,de} for each training corpus not there yet."""
     raw = out / "raw"
-    if all((raw / f"train.{lang}").exists() for lang in (SRC, TGT)):
-        return
     raw.mkdir(parents=True, exist_ok=True)
-    pairs = [extract_corpus(corpus, out) for corpus in CORPORA]
-    for side, lang in enumerate((SRC, TGT)):
-        concatenate([pair[side] for pair in pairs], raw / f"train.{lang}")
-    shutil.rmtree(out / "extracted")  # the archives stay in download/; the text is in raw/ now
+    for corpus in CORPORA:
+        if all((raw / f"{corpus.name}.{lang}").exists() for lang in (SRC, TGT)):
+            continue
+        for lang, path in zip((SRC, TGT), extract_corpus(corpus, out)):
+            copy_text(path, raw / f"{corpus.name}.{lang}")
+    shutil.rmtree(out / "extracted", ignore_errors=True)  # the archives stay in download/; the text is in raw/ now
+
+
+def corpora_list() -> list[dict]:
+    """corpora.yaml's list: each training corpus by name, dev and test with News Commentary; paths relative to the
+    data directory, where the file is written."""
+    splits = {split: [f"raw/{split}.{SRC}", f"raw/{split}.{TGT}"] for split in ("dev", "test")}
+    return [{"name": corpus.name, "src": f"raw/{corpus.name}.{SRC}", "tgt": f"raw/{corpus.name}.{TGT}",
+             **(splits if corpus.name == NEWS else {})} for corpus in CORPORA]
+
+
+def write_corpora(out: Path) -> None:
+    text = yaml.safe_dump(corpora_list(), sort_keys=False, default_flow_style=None, width=120)
+    (out / "corpora.yaml").write_text(text, encoding="utf-8")
 
 
 def install_for_sacrebleu(name: str, archive: Path, cache: Path) -> None:
@@ -170,11 +190,13 @@ def make_data(out: Path, mirror: str | None) -> None:
     download_all(all_archives(), out / "download", mirror)
     make_train(out)
     make_test_sets(out)
+    write_corpora(out)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="data directory (download/, raw/, sacrebleu/)")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="data directory (download/, raw/, sacrebleu/, corpora.yaml)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s | %(levelname)s | %(message)s", datefmt="%H:%M:%S")
     try:

@@ -3,8 +3,11 @@
 # newstest2013 for dev, newstest2014 for test, joint BPE 32k, Transformer base or big.
 #   bash recipes/wmt/run.sh        data, training, translation of newstest2014 (full and filtered), BLEU and chrF
 #                                  with sacrebleu's signatures (stdout and $OUT/scores.txt)
-#   bash recipes/wmt/run.sh data   only the data (downloads, checks, extracts; see recipes/wmt/data.py)
+#   bash recipes/wmt/run.sh data   only the data (downloads, checks, extracts; see recipes/wmt/data.py) and its
+#                                  preparation: the three corpora by name (europarl, commoncrawl, news-commentary)
 # Env: CONFIG (base, big or a YAML file; default base), MAX_TIME (default: none, the config's max_steps decide),
+#      FINETUNE (a share F in (0, 1): the last F of the budget on News Commentary alone, see recipes/wmt/stages.py;
+#      default none: every pair of the three corpora once an epoch, as Vaswani et al.),
 #      THREADS (0 = all cores), VOCAB (32000), DATA (data/wmt14), OUT (runs/wmt14-en-de/<config name>),
 #      AVERAGE (checkpoints averaged for the test translation: 5 for base, 20 for big, 0 = model.pt),
 #      TRAIN_ARGS (extra `nmtkit train` arguments, e.g. "--set train.update_freq=1"),
@@ -21,18 +24,26 @@ esac
 [ -f "$config" ] || { echo "error: config $config not found (CONFIG is base, big or a YAML file)" >&2; exit 1; }
 data=${DATA:-data/wmt14}
 vocab=${VOCAB:-32000}
+[ -n "${FINETUNE:-}" ] && name=$name-finetune$FINETUNE
 out=${OUT:-runs/wmt14-en-de/$name}
 case "$name" in *big*) average=${AVERAGE:-20} ;; *) average=${AVERAGE:-5} ;; esac
 prepared=$data/bpe$vocab
 
 python "$here/data.py" --out "$data"
-# character_coverage below 1: Common Crawl holds stray characters of many scripts that would each take a piece
+# The three corpora by name, each filtered on its own (manifest.json counts each one's pairs and what each filter
+# removed); character_coverage below 1: Common Crawl holds stray characters of many scripts that would each take a
+# piece
 [ -f "$prepared/manifest.json" ] || nmtkit prepare --subword bpe --vocab-size "$vocab" --joint \
-  --set character_coverage=0.9999 --out "$prepared" \
-  --train-src "$data/raw/train.en" --train-tgt "$data/raw/train.de" \
-  --dev-src "$data/raw/dev.en" --dev-tgt "$data/raw/dev.de" \
-  --test-src "$data/raw/test.en" --test-tgt "$data/raw/test.de" > /dev/null
+  --set character_coverage=0.9999 --src-lang en --tgt-lang de --corpora "$data/corpora.yaml" \
+  --out "$prepared" > /dev/null
 [ "${1:-}" = data ] && exit 0
+
+# FINETUNE: the config with its two stages, written before each run or resume (the same file for the same data)
+if [ -n "${FINETUNE:-}" ]; then
+  python "$here/stages.py" --base "$config" --data "$prepared" --finetune "$FINETUNE" --max-time "${MAX_TIME:-}" \
+    --out "$out/stages.yaml"
+  config=$out/stages.yaml
+fi
 
 gpus=$(python -c 'import torch; print(torch.cuda.device_count())')
 gpu_args=()
