@@ -10,7 +10,8 @@ A segment's inline markup goes through the model one of two ways:
 - as symbols, when the model's vocabulary has the reserved symbols (trained with placeholders,
   `nmtkit.placeholders`): start and end tag become the pair `｟tk｠` ... `｟/tk｠`; an empty element, a comment or an
   excluded element the placeholder `｟phk｠`; the segment is translated whole, and `repair` puts each symbol in the
-  translation exactly once, pairs properly nested, so the output is well-formed whenever the input is.
+  translation exactly once, pairs properly nested, so the output is well-formed whenever the input is. With a
+  placeholder rule in force, the placeholders of the text (`%s`, `{0}`) are symbols too (`text_masks`).
 - split, for other models: each text between two pieces of markup is translated on its own, the markup stays where
   it was (the input's markup in the input's order; a sentence cut by a `<b>` translates the worse for it).
 Markup around a whole segment (`<li><a href="...">text</a></li>`) stays outside its translation either way; a start
@@ -27,6 +28,7 @@ from dataclasses import dataclass, replace
 from html import escape, unescape
 from html.parser import HTMLParser
 from itertools import groupby
+from typing import Protocol
 
 from nmtkit.errors import NmtkitError
 from nmtkit.markup_repair import repair
@@ -227,32 +229,55 @@ class MarkupStats:
                 self.segments, self.split, self.repaired)
 
 
+class TextMask(Protocol):
+    """Masks the placeholders of a segment's texts as `｟phk｠` too (`nmtkit.translate.html_text`)."""
+
+    originals: dict[str, str]  # symbol -> the fragment's characters
+
+    def mask(self, raw: str, counts: Counter) -> str: ...  # raw's text, entities decoded, counts["ph"] updated
+    def before_repair(self, output: str) -> str: ...
+    def after_repair(self, tokens: list[str]) -> list[str]: ...
+
+
+TextMasks = Callable[[int], TextMask | None]  # a segment's markup placeholders -> its text's mask (None: none)
+
+
+def no_text_masks(markup_placeholders: int) -> None:
+    """The text's placeholders stay text (no rule in force, or a model without the symbols)."""
+
+
 @dataclass(frozen=True)
 class Unit:
-    """One text the model translates: a segment masked to symbols (`originals`: symbol -> markup), or text."""
+    """One text the model translates: a segment masked to symbols (`originals`: symbol -> markup), or text; `text`
+    masked its placeholders, if any."""
 
     source: str
     originals: dict[str, str]
+    text: TextMask | None = None
 
     def render(self, output: str, stats: MarkupStats) -> str:
-        tokens, repaired = repair(output, self.originals)  # a text without markup gets no symbols either
-        stats.repaired += repaired
+        cleaned = output if self.text is None else self.text.before_repair(output)
+        tokens, repaired = repair(cleaned, self.originals)  # a text without markup gets no symbols either
+        kept = tokens if self.text is None else self.text.after_repair(tokens)
+        stats.repaired += repaired or cleaned != output or "".join(kept) != "".join(tokens)
         # stripped: the segment's own outer whitespace stays around it (markup never starts or ends with a space)
         return "".join(self.originals[token] if token in self.originals else escape(token, quote=False)
-                       for token in tokens).strip()
+                       for token in kept).strip()
 
 
-def masked(inner: list[Piece]) -> Unit | None:
-    """The segment with its markup as symbols; None when it needs more symbols than the vocabulary has, or its
-    text holds the symbols' brackets."""
+def masked(inner: list[Piece], text_masks: TextMasks) -> Unit | None:
+    """The segment with its markup (and the placeholders of its text, `text_masks`) as symbols; None when it needs
+    more symbols than the vocabulary has, or its text holds the symbols' brackets."""
     matched = pairs(inner)
     partner = {close: start for start, close in matched.items()}
     counts, numbers, texts, originals = Counter(), {}, [], {}
+    text_mask = text_masks(sum(piece.kind == ATOM for piece in inner))
     for index, piece in enumerate(inner):
         if piece.kind == TEXT:
-            texts.append(unescape(piece.raw))
-            if OPEN in texts[-1] or CLOSE in texts[-1]:
-                return None
+            masked_before = counts["ph"]
+            texts.append(unescape(piece.raw) if text_mask is None else text_mask.mask(piece.raw, counts))
+            if texts[-1].count(OPEN) + texts[-1].count(CLOSE) > 2 * (counts["ph"] - masked_before):
+                return None  # a bracket of no symbol (the reserved family masks them unless out of symbols)
             continue
         if piece.kind == CLOSE_TAG:
             symbol = f"{OPEN}/t{numbers[partner[index]]}{CLOSE}"
@@ -265,29 +290,33 @@ def masked(inner: list[Piece]) -> Unit | None:
         originals[symbol] = piece.raw
     if counts["t"] > TAG_PAIR_SYMBOLS or counts["ph"] > PLACEHOLDER_SYMBOLS:
         return None
-    return Unit("".join(texts), originals)
+    return Unit("".join(texts), originals | (text_mask.originals if text_mask else {}), text_mask)
 
 
 def _has_letters(raw: str) -> bool:
     return any(char.isalpha() for char in unescape(raw))
 
 
-def split(inner: list[Piece]) -> list[str | Unit]:
-    """The segment's markup as it is and each of its texts on its own, outer whitespace kept."""
+def split(inner: list[Piece], text_masks: TextMasks) -> list[str | Unit]:
+    """The segment's markup as it is and each of its texts on its own (its placeholders masked by `text_masks`, if
+    the model has the symbols), outer whitespace kept."""
     parts: list[str | Unit] = []
     for piece in inner:
         core = piece.raw.strip()
         if piece.kind != TEXT or not _has_letters(core):
             parts.append(piece.raw)
             continue
-        start = piece.raw.index(core)
-        parts += [piece.raw[:start], Unit(unescape(core), {}), piece.raw[start + len(core):]]
+        start, text_mask = piece.raw.index(core), text_masks(0)
+        unit = Unit(unescape(core), {}) if text_mask is None else \
+            Unit(text_mask.mask(core, Counter()), text_mask.originals, text_mask)
+        parts += [piece.raw[:start], unit, piece.raw[start + len(core):]]
     return parts
 
 
-def plan(fragment: str, skip: frozenset[str], symbols: bool, stats: MarkupStats) -> list[str | Unit]:
+def plan(fragment: str, skip: frozenset[str], symbols: bool, stats: MarkupStats,
+         text_masks: TextMasks = no_text_masks) -> list[str | Unit]:
     """The fragment as markup and whitespace to keep (strings) and units to translate, in order: the segments
-    between breaks, each with its edges kept (`trim`) and the rest masked or split."""
+    between breaks, each with its edges kept (`trim`) and the rest masked or split (`text_masks`: see `masked`)."""
     parts: list[str | Unit] = []
     for is_break, group in groupby(settle(pieces(fragment, skip)), key=lambda piece: piece.kind == BREAK):
         segment = list(group)
@@ -296,9 +325,10 @@ def plan(fragment: str, skip: frozenset[str], symbols: bool, stats: MarkupStats)
             parts.append("".join(piece.raw for piece in segment))
             continue
         stats.segments += 1
-        unit = masked(inner) if symbols else None
+        unit = masked(inner, text_masks) if symbols else None
         stats.split += unit is None and len(inner) > 1
-        parts += [piece.raw for piece in before] + ([unit] if unit else split(inner)) + [piece.raw for piece in after]
+        parts += [piece.raw for piece in before] + ([unit] if unit else split(inner, text_masks)) + \
+            [piece.raw for piece in after]
     return parts
 
 
@@ -312,13 +342,15 @@ def skip_tags(names: Iterable[str]) -> frozenset[str]:
 
 
 def translate_fragments(fragments: list[str], translate: Callable[[list[str]], list[str]], symbols: bool,
-                        skip: Iterable[str] = (), stats: MarkupStats | None = None) -> list[str]:
+                        skip: Iterable[str] = (), stats: MarkupStats | None = None,
+                        text_masks: TextMasks = no_text_masks) -> list[str]:
     """Each fragment translated by `translate` (texts -> translations, one call for all), its markup kept (see the
     module's doc); `symbols`: the model knows the reserved symbols; `skip`: element names to exclude besides
-    `SKIP`; `stats` counts what was done."""
+    `SKIP`; `stats` counts what was done; `text_masks` masks placeholders inside the text (symbols only)."""
     stats = MarkupStats() if stats is None else stats
     excluded = skip_tags(skip)
-    plans = [plan(fragment, excluded, symbols, stats) for fragment in fragments]
+    plans = [plan(fragment, excluded, symbols, stats, text_masks if symbols else no_text_masks)
+             for fragment in fragments]
     translations = iter(translate([part.source for parts in plans for part in parts if isinstance(part, Unit)]))
     return ["".join(part if isinstance(part, str) else part.render(next(translations), stats) for part in parts)
             for parts in plans]

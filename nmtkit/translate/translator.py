@@ -25,6 +25,7 @@ from nmtkit.inputs import Request
 from nmtkit.markup import MarkupStats, translate_fragments
 from nmtkit.placeholders import reserved_symbols
 from nmtkit.translate.engine import Capabilities, Engine, LoadedFiles, check_tags, override_decode
+from nmtkit.translate.html_text import TextPlaceholders
 from nmtkit.translate.masking import MaskedLine, Masking, PlaceholderCounts
 
 if TYPE_CHECKING:
@@ -260,10 +261,13 @@ def translate_html(translator: Translator, fragments: list[str], skip: Iterable[
     """The best translation of each HTML or XML fragment, its markup kept (`nmtkit.markup`): inline tags go through
     the model as tag symbols when its vocabulary has them (trained with placeholders), else the text between them is
     translated piece by piece; `skip` names elements to keep untranslated besides script, style, code, pre and
-    textarea; `stats` counts the segments translated and repaired."""
+    textarea; `stats` counts the segments translated and repaired. With a placeholder rule in force, the placeholders
+    inside the text go through the model as symbols too (`html_text.py`)."""
     loaded = translator.loaded
     symbols = all(subword.processor.piece_to_id(symbol) != UNK for symbol in reserved_symbols()
                   for subword in (loaded.src_subword, loaded.tgt_subword))
     unmasked = copy.copy(translator)  # markup.py masks the tags itself: its pieces hold symbols, not text to mask
     unmasked.masking = Masking("none", loaded, translator.masking.counts)
-    return translate_fragments(fragments, unmasked.translate, symbols, skip, stats)
+    patterns = translator.masking.patterns
+    return translate_fragments(fragments, unmasked.translate, symbols, skip, stats,
+                               lambda markup_placeholders: TextPlaceholders.of(patterns, markup_placeholders))
