@@ -16,6 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from cli_runner import nmtkit
 
 from nmtkit.checkpoint import LoadedModel, make_payload, save_atomic
 from nmtkit.config import DataConfig, DecodeConfig
@@ -180,3 +181,14 @@ def test_placeholders_none_translates_html_as_before(models):
     unmasked.masking = Masking("none", translator.loaded, translator.masking.counts)
     before = translate_fragments(FRAGMENTS, unmasked.translate, True)  # as translate_html called it before
     assert translate_html(translator, FRAGMENTS) == before
+
+
+def test_the_command_keeps_the_placeholders_of_the_text_unless_told_none(models):
+    fragment = "<p>open <b>%s</b> now.</p>"  # README's example, in the vocabulary's letters
+    args = ("translate", "-m", str(models.checkpoints[2]), "--device", "cpu", "--threads", "1", "--input-format",
+            "html", "--max-len-a", "1", "--max-len-b", "4")
+    kept = nmtkit(*args, stdin=fragment + "\n")
+    assert kept.exit_code == 0 and kept.stdout.count("%s") == 1 and is_xml(kept.stdout), kept.stdout
+    translator = Translator.load(models.checkpoints[2], "cpu", 1, max_len_a=1.0, max_len_b=4, placeholders="none")
+    assert nmtkit(*args, "--placeholders", "none", stdin=fragment + "\n").stdout == \
+        translate_html(translator, [fragment])[0] + "\n"
