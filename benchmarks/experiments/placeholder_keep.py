@@ -10,6 +10,7 @@ The run of docs/translate.md (D=data/ph/de, R=runs/ph; KIND plain, then masked w
     nmtkit prepare --src-lang en --tgt-lang de --out $D/KIND --train-src $D/train.en --train-tgt $D/train.de \
         --dev-src $D/dev.en --dev-tgt $D/dev.de [--set placeholders=auto]
     nmtkit train --data $D/KIND --config recipes/bible/transformer.yaml --max-time 6m --threads 2 --out $R/KIND
+        (ar and ru: --max-steps 2400 --threads 1, the same work whatever else runs; Japanese seeds: --seed N)
     nmtkit translate -m $R/plain/model.pt --threads 2 --beam 5 --input $D/test.en > $R/plain.hyp
     nmtkit translate -m $R/masked/model.pt --threads 2 --beam 5 --no-guard-placeholders \
         --input $D/test.en > $R/masked.hyp
