@@ -3,7 +3,7 @@ translations (and of the human references) that keep exactly the source's multis
 chrF of each system against the references.
 
 Usage: python benchmarks/experiments/placeholder_keep.py --src test.en --ref test.de --lang de \
-           --hyp plain=plain.hyp --hyp masked=masked.hyp [--placeholders auto]
+           --hyp plain=plain.hyp --hyp masked=masked.hyp [--placeholders auto] [--subsets]
 
 The run of docs/translate.md (D=data/ph/de, R=runs/ph; KIND plain, then masked with `--set placeholders=auto`):
     python recipes/messages/extract.py --lang de --code de --out $D
@@ -48,6 +48,18 @@ def read(path: str) -> list[str]:
     return Path(path).read_text(encoding="utf-8").splitlines()
 
 
+def subset_scores(sources: list[str], hypotheses: list[str], references: list[str], patterns: Patterns,
+                  tokenize: str) -> str:
+    """BLEU / chrF on the lines whose source holds a placeholder, and on the others (`--subsets`)."""
+    scores = []
+    for wanted in (True, False):
+        rows = [index for index, source in enumerate(sources) if bool(placeholder_texts(source, patterns)) == wanted]
+        hyps, refs = [hypotheses[row] for row in rows], [[references[row] for row in rows]]
+        scores.append(f"{sacrebleu.corpus_bleu(hyps, refs, tokenize=tokenize).score:.2f} / "
+                      f"{sacrebleu.corpus_chrf(hyps, refs).score:.2f}")
+    return " | ".join(scores)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--src", required=True)
@@ -55,17 +67,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lang", default="en", help="target language, for BLEU's tokenizer (zh, ja: their own)")
     parser.add_argument("--hyp", action="append", default=[], help="NAME=FILE, a system's translations")
     parser.add_argument("--placeholders", default="auto")
+    parser.add_argument("--subsets", action="store_true",
+                        help="also BLEU / chrF on the lines with placeholders and on the lines without")
     args = parser.parse_args(argv)
     patterns = load_patterns(args.placeholders)
     sources, references = read(args.src), read(args.ref)
     tokenize = {"zh": "zh", "ja": "ja-mecab"}.get(args.lang.split("_")[0], "13a")
-    print("| system | lines with placeholders | kept exactly | BLEU | chrF |\n|---|---|---|---|---|")
+    extra = (" with placeholders: BLEU / chrF | without: BLEU / chrF |", "---|---|") if args.subsets else ("", "")
+    print(f"| system | lines with placeholders | kept exactly | BLEU | chrF |{extra[0]}")
+    print(f"|---|---|---|---|---|{extra[1]}")
     for name, path in (item.split("=", 1) for item in args.hyp):
         hypotheses = read(path)
         marked, share = kept_share(sources, hypotheses, patterns)
         bleu = sacrebleu.corpus_bleu(hypotheses, [references], tokenize=tokenize).score
         chrf = sacrebleu.corpus_chrf(hypotheses, [references]).score
-        print(f"| {name} | {marked} | {100 * share:.1f}% | {bleu:.2f} | {chrf:.2f} |")
+        subsets = f" {subset_scores(sources, hypotheses, references, patterns, tokenize)} |" if args.subsets else ""
+        print(f"| {name} | {marked} | {100 * share:.1f}% | {bleu:.2f} | {chrf:.2f} |{subsets}")
     marked, share = kept_share(sources, references, patterns)
     print(f"| human reference | {marked} | {100 * share:.1f}% | | |")
     return 0
