@@ -9,7 +9,6 @@ import copy
 import random
 import xml.etree.ElementTree as ElementTree
 from collections import Counter
-from dataclasses import dataclass, field
 from html import unescape
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,24 +16,21 @@ from types import SimpleNamespace
 import pytest
 import torch
 from cli_runner import nmtkit
+from test_markup import TINY, EchoEngine  # the same echo engine and tiny model
 
 from nmtkit.checkpoint import LoadedModel, make_payload, save_atomic
 from nmtkit.config import DataConfig, DecodeConfig
 from nmtkit.data.subword import Subword, train_subword
 from nmtkit.export.ctranslate2 import export_model
-from nmtkit.hypotheses import Hypothesis
 from nmtkit.markup import MarkupStats, translate_fragments
 from nmtkit.placeholders import Patterns, load_patterns, reserved_symbols
 from nmtkit.registry import build_model
 from nmtkit.run_config import build_config
 from nmtkit.translate import Translator, translate_html
-from nmtkit.translate.engine import Capabilities
 from nmtkit.translate.html_text import TextPlaceholders, decoded
 from nmtkit.translate.masking import Masking
 
 PATTERNS = load_patterns("auto")
-TINY = {"name": "transformer", "encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32,
-        "max_positions": 64}
 WORDS = "open now files and more here words text the new window".split()
 # every segment holds placeholders of its text; none of them is a part of another, nor of the markup
 FRAGMENTS = ['<p>open <b>%s</b> now, {0} files &amp; more</p>',
@@ -80,22 +76,6 @@ def subword() -> Subword:
     lines.append("w 0123456789")
     return train_subword(lines, DataConfig(subword="bpe", vocab_size=60), 60 + len(reserved_symbols()),
                          user_symbols=reserved_symbols())
-
-
-@dataclass
-class EchoEngine:
-    """Translates a source into itself (its ids, recorded)."""
-
-    loaded: LoadedModel
-    name: str = "echo"
-    decode: DecodeConfig = field(default_factory=lambda: DecodeConfig(placeholders="auto"))
-    max_source: int = 200
-    capabilities: Capabilities = field(default_factory=Capabilities)
-    seen: list[list[int]] = field(default_factory=list)
-
-    def search(self, sources, constraints, check):
-        self.seen += sources
-        return [[Hypothesis(list(source), 0.0)] for source in sources]
 
 
 @pytest.fixture(scope="module")
