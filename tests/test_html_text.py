@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import random
-import xml.etree.ElementTree as ElementTree
 from collections import Counter
 from html import unescape
 from pathlib import Path
@@ -16,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 from cli_runner import nmtkit
-from test_markup import TINY, EchoEngine  # the same echo engine and tiny model
+from test_markup import TINY, EchoEngine, is_xml  # the same echo engine, tiny model and check
 
 from nmtkit.checkpoint import LoadedModel, make_payload, save_atomic
 from nmtkit.config import DataConfig, DecodeConfig
@@ -39,14 +38,6 @@ FRAGMENTS = ['<p>open <b>%s</b> now, {0} files &amp; more</p>',
              '<p>text &amp;amp; and &#123;2&#125; <img src="a.png"/> now</p>']
 TEXT_PLACEHOLDERS = ["%s", "{0}", "$HOME", "%(name)s", "${XDG_HOME}", "%1$s", "&lt;br/&gt;", "&amp;amp;",
                      "&#123;2&#125;"]
-
-
-def is_xml(fragment: str) -> bool:
-    try:
-        ElementTree.fromstring(f"<root>{fragment}</root>")
-    except ElementTree.ParseError:
-        return False
-    return True
 
 
 @pytest.mark.parametrize("seed", range(5))
