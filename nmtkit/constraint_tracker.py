@@ -212,8 +212,7 @@ class ConstraintTracker:
                  word_ends: WordEnds | None = None, guard: SymbolGuard | None = None):
         lines = [line or Constraints() for line in constraints]
         self.guard = guard  # the placeholder guarantee, its symbols among `constraints` (`SymbolGuard.constraints`)
-        self.glued = None if word_ends is None else word_ends.glued.to(device)  # (V,)
-        self.open = None if word_ends is None else word_ends.open.to(device)  # (V,)
+        self.glued, self.open = (word_ends.glued.to(device), word_ends.open.to(device)) if word_ends else (None, None)
         self._init_phrases(lines, device)
         self.prefix = PrefixTracker(lines, device)
 
