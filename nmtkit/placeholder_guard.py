@@ -11,6 +11,11 @@ are allowed; at every such step one is (the innermost open tag's closing, or any
 is open), so every hypothesis ends with all of them, in greedy search and sampling too.
 
 A tag whose other half the source lacks (a source cut short) is guarded as a placeholder of its own.
+
+A search by banks costs hypotheses the free search would keep (a bank of hypotheses that wrote a symbol early
+takes beams from better ones that write it later), so the PyTorch engine runs beam search without the guard first
+and searches again under it only the lines whose hypotheses break the rule (`SymbolGuard.kept`): where the model
+keeps its symbols by itself, the guarantee changes nothing.
 """
 
 from __future__ import annotations
@@ -86,6 +91,23 @@ class SymbolGuard:
     def take(self, sentences: Tensor) -> SymbolGuard:
         """The guard of some of the sentences (indices (n,))."""
         return SymbolGuard(self.ids, self.partner, self.closing, self.present[sentences])
+
+    def kept(self, row: int, tokens: Sequence[int]) -> bool:
+        """Whether `tokens`, a hypothesis of sentence `row` searched without the guard, keeps its rule all the same:
+        each symbol of the sentence exactly once, no other, and each tag pair closed inside the pair open around it."""
+        position = {token: index for index, token in enumerate(self.ids.tolist())}
+        written = [position[token] for token in tokens if token in position]
+        if sorted(written) != self.present[row].nonzero().flatten().tolist():
+            return False
+        paired_open, paired_close = self.paired_open[row].tolist(), self.paired_close[row].tolist()
+        partner, open_tags = self.partner.tolist(), []
+        for symbol in written:
+            if paired_open[symbol]:
+                open_tags.append(symbol)
+            elif paired_close[symbol]:
+                if not open_tags or open_tags.pop() != partner[symbol]:
+                    return False
+        return True
 
     def constraints(self, lines: Sequence[Constraints | None] | None) -> list[Constraints]:
         """Each sentence's constraints (`lines`, or none) plus its symbols as one-token positive phrases."""

@@ -19,7 +19,8 @@ from nmtkit.checkpoint import LoadedModel
 from nmtkit.config import DataConfig, DecodeConfig
 from nmtkit.constraints import Constraints, constrained_limits
 from nmtkit.data.dataset import encode_sources
-from nmtkit.data.subword import EOS, Subword, train_subword
+from nmtkit.data.subword import BOS, EOS, Subword, train_subword
+from nmtkit.models.base import EncoderDecoder
 from nmtkit.placeholder_guard import ReservedIds
 from nmtkit.placeholders import check, reserved_symbols
 from nmtkit.registry import build_model
@@ -95,6 +96,24 @@ def test_advance_records_the_order_of_the_symbols():
     for token in [0, T1, 1, PH1, C1]:
         order = guard.advance(order, torch.tensor([token]))
     assert order.tolist() == [[1, 0, 2, -1, -1]]
+
+
+def test_kept_says_what_the_check_after_decoding_says():
+    """`kept` (the guard's test of a hypothesis searched without it) against `placeholders.check` on random outputs
+    over words, EOS-free, and every reserved symbol, for sources with placeholders, nested and unpaired tags."""
+    rng = random.Random(0)
+    sources = [[0, PH1, 1], [T1, 0, C1, PH1], [T1, T2, 0, C2, C1], [PH1], [0, 1], [T1, 2], [T2, C2, T1, C1]]
+    guard = RESERVED.guard(sources, torch.device("cpu"))
+    verdicts = set()
+    for _ in range(3000):
+        row = rng.randrange(len(sources))
+        symbols = [token for token in sources[row] if token in NAMES]
+        output = rng.sample(symbols, len(symbols)) + rng.choices([0, 1, PH1, T1, C1, T2, C2], k=rng.randint(0, 2))
+        output = rng.sample(output, len(output)) if rng.random() < 0.5 else output[: rng.randint(0, len(output))]
+        verdict = guard.kept(row, output)
+        assert verdict == keeps(sources[row], output), (sources[row], output)
+        verdicts.add(verdict)
+    assert verdicts == {True, False}
 
 
 def word_model(lines: list[str], with_symbols: bool) -> Subword:
@@ -261,6 +280,79 @@ def test_the_engine_guards_masked_sources(options):
         assert all(check(line, text).ok for text, _ in hyps), (line, hyps)
     unguarded = translator.with_decode(guard_placeholders=False).translate(LINES)
     assert any(not check(line, text).ok for line, text in zip(LINES, unguarded))
+
+
+class CopyingModel(EncoderDecoder):
+    """Writes its source back, leaving out the ids of `drops`: sure of each token (log-probability 8 above the
+    rest), whatever the beam."""
+
+    def __init__(self, drops: set[int], vocab: int):
+        super().__init__()
+        self.drops, self.vocab = drops, vocab
+
+    def encode(self, src, src_mask):
+        kept = [[token for token, real in zip(row.tolist(), mask.tolist()) if real and token not in self.drops]
+                for row, mask in zip(src, src_mask)]
+        width = max(map(len, kept)) + 1
+        return {"target": torch.tensor([row + [EOS] * (width - len(row)) for row in kept]), "src_mask": src_mask}
+
+    def init_state(self, memory):
+        return {"step": torch.zeros(memory["target"].size(0), dtype=torch.long)}
+
+    def step(self, prev, state, memory):
+        step = state["step"].clamp(max=memory["target"].size(1) - 1)
+        wanted = memory["target"].gather(1, step.unsqueeze(1))
+        scores = torch.zeros(prev.size(0), self.vocab).scatter_(1, wanted, 8.0)
+        return torch.log_softmax(scores, dim=-1), {"step": state["step"] + 1}, None
+
+
+def test_the_guard_changes_no_beam_search_line_whose_symbols_the_model_keeps_by_itself():
+    """Beam search under the guard writes exactly what it writes without it on every line whose symbols the model
+    keeps by itself; the lines where it drops one (here ｟/t1｠) get them all."""
+    loaded = tiny_model(True)
+    closing = loaded.tgt_subword.processor.piece_to_id("｟/t1｠")
+    loaded = LoadedModel(loaded.config, CopyingModel({closing}, loaded.tgt_subword.vocab_size), loaded.src_subword,
+                         loaded.tgt_subword)
+    translator = Translator(TorchEngine(loaded, DecodeConfig(beam=4, max_len_b=3), torch.device("cpu")))
+    lines = [*LINES, "uno ｟ph1｠", "｟ph1｠ dos ｟ph2｠ tres", "ocho ｟t2｠ nueve ｟/t2｠"]
+    guarded = translator.translate_nbest(lines)
+    free = translator.with_decode(guard_placeholders=False).translate_nbest(lines)
+    for line, with_guard, without in zip(lines, guarded, free):
+        assert all(check(line, text).ok for text, _ in with_guard), (line, with_guard)
+        if "｟/t1｠" in line:
+            assert not check(line, without[0][0]).ok
+        else:
+            assert with_guard == without and without[0][0] == line, (line, with_guard, without)
+
+
+def test_the_guard_leaves_the_free_best_where_a_search_by_banks_would_lose_it():
+    """With beam 2 and one symbol, a search that gives each bank (symbol written or not) its own beam keeps
+    `｟ph1｠ uno` and `uno dos` after two steps and ends with `｟ph1｠ uno dos`; the free search keeps the two best,
+    `｟ph1｠ uno` and `uno ｟ph1｠`, and finds the better `uno ｟ph1｠ dos`, which keeps the symbol: the guarded engine
+    returns it."""
+    loaded = tiny_model(True)
+    piece = loaded.tgt_subword.processor.piece_to_id
+    vocab, (uno, dos, ph1) = loaded.tgt_subword.vocab_size, (piece("▁uno"), piece("▁dos"), piece("｟ph1｠"))
+    probs = torch.full((4, vocab, vocab), 0.01 / (vocab - 1))
+    probs[:, :, EOS] = 0.99
+
+    def row(step: int, prev: int, **named: float) -> None:
+        ids = {"uno": uno, "dos": dos, "ph1": ph1, "eos": EOS}
+        probs[step, prev] = (1 - sum(named.values())) / (vocab - len(named))
+        for name, value in named.items():
+            probs[step, prev, ids[name]] = value
+
+    row(0, BOS, uno=0.5, ph1=0.45)
+    row(1, uno, ph1=0.5, dos=0.4)
+    row(1, ph1, uno=0.6)
+    row(2, ph1, dos=0.95)  # uno ｟ph1｠ -> dos
+    row(2, uno, dos=0.5)  # ｟ph1｠ uno -> dos
+    row(2, dos, ph1=0.1)
+    loaded = LoadedModel(loaded.config, FixedDecoder(probs), loaded.src_subword, loaded.tgt_subword)
+    translator = Translator(TorchEngine(loaded, DecodeConfig(beam=2, max_len_b=4), torch.device("cpu")))
+    best = loaded.tgt_subword.decode([[uno, ph1, dos]])
+    assert translator.with_decode(guard_placeholders=False).translate(["uno ｟ph1｠ dos"]) == best
+    assert translator.translate(["uno ｟ph1｠ dos"]) == best
 
 
 def test_a_model_without_reserved_symbols_translates_as_without_the_guard():

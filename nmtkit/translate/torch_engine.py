@@ -102,11 +102,28 @@ class TorchEngine:
     def search(self, sources: list[list[int]], constraints: list[Constraints | None] | None,
                check: Callable[[], None] | None) -> list[list[Hypothesis]]:
         """See `Engine.search`: lines with `constraints` are searched by beam search, even with `--beam 1`; a guard
-        (`decode.guard_placeholders`) keeps each source's placeholder symbols, in every search."""
+        (`decode.guard_placeholders`) keeps each source's placeholder symbols, in every search. Beam search runs
+        without it first and searches again under it only the lines whose hypotheses break its rule (`kept`): where
+        the model keeps its symbols by itself, the guarantee changes nothing."""
+        guard = self._guard(sources)
+        beam = constraints is not None or not (self.decode.sample or self.decode.beam <= 1)
+        if guard is None or not guard.active or not beam:
+            return self._search(sources, constraints, check, guard)
+        found = self._search(sources, constraints, check, None)
+        again = [row for row, hyps in enumerate(found) if not all(guard.kept(row, hyp.tokens) for hyp in hyps)]
+        if again:
+            redo = self._search([sources[row] for row in again],
+                                None if constraints is None else [constraints[row] for row in again], check,
+                                guard.take(torch.tensor(again, device=guard.present.device)))
+            for row, hyps in zip(again, redo):
+                found[row] = hyps
+        return found
+
+    def _search(self, sources: list[list[int]], constraints: list[Constraints | None] | None,
+                check: Callable[[], None] | None, guard: SymbolGuard | None) -> list[list[Hypothesis]]:
         src, src_mask = encode_sources(sources)
         src, src_mask = src.to(self.device), src_mask.to(self.device)
         limit = max_lengths(src_mask, self.decode.max_len_a, self.decode.max_len_b, self.max_source)
-        guard = self._guard(sources)
         needs = constraints if guard is None else guard.constraints(constraints)  # room for phrases and symbols
         if needs is not None:
             limit = constrained_limits(limit, needs, self.max_source)
