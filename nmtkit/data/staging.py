@@ -26,10 +26,10 @@ from nmtkit.errors import NmtkitError
 
 log = logging.getLogger(__name__)
 
-# Every name prepare writes (`.part<n>` and `.tok.raw`: what earlier versions left when they failed); nothing else
-# in --out is ever moved or deleted.
+# Every name prepare writes (`.part<n>`, `.tok.raw` and `.off.raw`: what earlier versions left when they failed);
+# nothing else in --out is ever moved or deleted.
 PREPARED = re.compile(r"manifest\.json|spm(\.src|\.tgt)?\.model|(train|dev|test)\.corpus\.npy"
-                      r"|(train|dev|test)(\.part\d+)?\.(src|tgt)\.(txt|tok\.npy|off\.npy|tok\.raw)")
+                      r"|(train|dev|test)(\.part\d+)?\.(src|tgt)\.(txt|tok\.npy|off\.npy|tok\.raw|off\.raw)")
 STAGING, OLD = ".prepare-new-", ".prepare-old-"
 LEFT_BY = re.compile(r"\.prepare-(new|old)-(\d+)")
 MOVED = "moved"  # in the old directory: every old file is in it, the new files may now move in
