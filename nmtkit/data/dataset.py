@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +24,7 @@ class TokenArray:
         self.tokens = tokens
         self.offsets = offsets
         self._lengths: np.ndarray | None = None
-        self._file = None  # see `load`
+        self._fd: int | None = None  # see `load`
 
     @classmethod
     def from_lists(cls, seqs: list[list[int]]) -> TokenArray:
@@ -45,7 +46,8 @@ class TokenArray:
         batches of 10M pairs counts 2.3 GB of the file as its own resident memory."""
         array = cls(np.load(f"{prefix}.tok.npy", mmap_mode="r"), np.load(f"{prefix}.off.npy"))
         if random_access and hasattr(os, "pread") and isinstance(array.tokens, np.memmap):
-            array._file = open(f"{prefix}.tok.npy", "rb")  # noqa: SIM115 (open while the array is)
+            array._fd = os.open(f"{prefix}.tok.npy", os.O_RDONLY)
+            weakref.finalize(array, os.close, array._fd)
         return array
 
     def __len__(self) -> int:
@@ -53,9 +55,9 @@ class TokenArray:
 
     def __getitem__(self, index: int) -> np.ndarray:
         start, end = int(self.offsets[index]), int(self.offsets[index + 1])
-        if self._file is None:
+        if self._fd is None:
             return self.tokens[start:end]
-        data = os.pread(self._file.fileno(), (end - start) * 4, self.tokens.offset + start * 4)
+        data = os.pread(self._fd, (end - start) * 4, self.tokens.offset + start * 4)
         return np.frombuffer(data, dtype=np.int32)
 
     def lengths(self) -> np.ndarray:
