@@ -43,15 +43,18 @@ def test_token_writer_appends_chunks_into_the_array_from_lists(tmp_path):
     writer = TokenWriter(tmp_path / "w")
     for start in range(0, len(seqs), 30):
         writer.append(seqs[start : start + 30])
-    written = writer.close()
+    writer.close()
+    written = TokenArray.load(tmp_path / "w")
     assert [written[i].tolist() for i in range(len(written))] == seqs
+    assert (writer.lines, writer.tokens) == (len(seqs), sum(map(len, seqs)))
     TokenArray.from_lists(seqs).save(tmp_path / "whole")
     for part in ("tok", "off"):
         assert (tmp_path / f"w.{part}.npy").read_bytes() == (tmp_path / f"whole.{part}.npy").read_bytes()
     assert not (tmp_path / "w.tok.raw").exists() and not (tmp_path / "w.off.raw").exists()
     empty = TokenWriter(tmp_path / "e")
     empty.append([[], []])
-    assert len(empty.close()) == 2
+    empty.close()
+    assert len(TokenArray.load(tmp_path / "e")) == 2 and (empty.lines, empty.tokens) == (2, 0)
 
 
 @pytest.mark.parametrize("max_tokens", [1, 8, 30, 200])

@@ -82,9 +82,10 @@ class TokenWriter:
         (chunk.offsets[1:] + self.tokens).tofile(self.raw["off"])
         self.lines, self.tokens = self.lines + len(chunk), self.tokens + int(chunk.offsets[-1])
 
-    def close(self) -> TokenArray:
+    def close(self) -> None:
         """Each .npy header, then the raw file copied behind it by plain file writes (through a memory map, every
-        page written would stay mapped: a process as large as the file)."""
+        page written would stay mapped: a process as large as the file). `lines` and `tokens` say what was written;
+        `TokenArray.load(prefix)` reads it."""
         for part, dtype, shape, first in (("tok", np.int32, self.tokens, b""),
                                           ("off", np.int64, self.lines + 1, np.zeros(1, np.int64).tobytes())):
             self.raw[part].close()
@@ -96,7 +97,6 @@ class TokenWriter:
                 out.write(first)
                 shutil.copyfileobj(source, out, 1 << 24)
             raw.unlink()
-        return TokenArray.load(self.prefix)
 
 
 @dataclass
