@@ -71,7 +71,8 @@ recipe-multilingual: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/multilingual/run.sh
 
 # X -> en for each of LANGS (de ru): bilingual only against + untagged and + tagged back-translation, the same MAX_TIME
-# (or MAX_STEPS) each; tables in runs/backtranslation/<lang>/results.md. SMOKE=1: the whole workflow in minutes (tiny model and data)
+# (or MAX_STEPS) each; tables in runs/backtranslation/<lang>/results.md. SMOKE=1: the whole workflow in minutes (tiny
+# model and data)
 recipe-backtranslation: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/backtranslation/run.sh
 

@@ -20,6 +20,7 @@ keeps its symbols by itself, the guarantee changes nothing.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -92,15 +93,20 @@ class SymbolGuard:
         """The guard of some of the sentences (indices (n,))."""
         return SymbolGuard(self.ids, self.partner, self.closing, self.present[sentences])
 
+    @functools.cached_property
+    def _lookup(self) -> tuple[dict[int, int], list[int]]:
+        """Target id -> symbol index, and each symbol's partner, as Python objects for `kept` (once per guard)."""
+        return {token: index for index, token in enumerate(self.ids.tolist())}, self.partner.tolist()
+
     def kept(self, row: int, tokens: Sequence[int]) -> bool:
         """Whether `tokens`, a hypothesis of sentence `row` searched without the guard, keeps its rule all the same:
         each symbol of the sentence exactly once, no other, and each tag pair closed inside the pair open around it."""
-        position = {token: index for index, token in enumerate(self.ids.tolist())}
+        position, partner = self._lookup
         written = [position[token] for token in tokens if token in position]
         if sorted(written) != self.present[row].nonzero().flatten().tolist():
             return False
         paired_open, paired_close = self.paired_open[row].tolist(), self.paired_close[row].tolist()
-        partner, open_tags = self.partner.tolist(), []
+        open_tags = []
         for symbol in written:
             if paired_open[symbol]:
                 open_tags.append(symbol)
