@@ -38,7 +38,12 @@ PLACEHOLDER_SYMBOLS = 32  # ｟ph1｠ ... ｟ph32｠ in the vocabulary; a line w
 TAG_PAIR_SYMBOLS = 16  # ｟t1｠ ｟/t1｠ ... ｟t16｠ ｟/t16｠
 RESERVED = "reserved"
 TAG = "tag"
+PRINTF = "printf"
+ARGUMENT = re.compile(r"%(?:([1-9][0-9]*)\$)?(.*)", re.DOTALL)  # a printf directive: its argument's position, the rest
 FAMILY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+# elements whose start tag is markup even unclosed in its line: HTML's void and optional-end elements, inline styles
+UNCLOSED_MARKUP = frozenset("br hr wbr img p li dt dd tr td th b i u s em strong tt sub sup small big span div font "
+                            "center".split())
 TAG_PARTS = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:._-]*)[^>]*?(/?)>", re.DOTALL)
 
 
@@ -59,7 +64,7 @@ _POSITION = r"(?:[1-9][0-9]*\$)"
 _WIDTH = rf"(?:[0-9]+|\*{_POSITION}?)"
 BUILTINS = {family.name: family for family in (
     # C/POSIX printf, as gettext's c-format checks it; no space flag: "100% sure" is text, not "% s"
-    Family("printf", rf"%(?:%|{_POSITION}?[-+#0']*{_WIDTH}?(?:\.{_WIDTH}?)?"
+    Family(PRINTF, rf"%(?:%|{_POSITION}?[-+#0']*{_WIDTH}?(?:\.{_WIDTH}?)?"
                      r"(?:hh|h|ll|l|L|q|j|z|Z|t|I64|I32|I)?[diouxXeEfFgGaAcCsSpnm])",
            ("%s", "%d", "%.250s", "%1$s", "%-10lu", "%5.2f", "%*d", "%%", "%'d")),
     Family("python", r"%\([^()\s]+\)[-+ #0]*(?:[0-9]+|\*)?(?:\.(?:[0-9]+|\*))?[diouxXeEfFgGcrsa%]",
@@ -236,9 +241,33 @@ def _pairs(text: str, spans: list[Span]) -> dict[int, int]:
     return pairs
 
 
-def find_units(text: str, patterns: Patterns) -> list[Unit]:
-    """The units of `text` in order of their first span."""
+def _loose(text: str, span: Span) -> bool:
+    """Whether `span` is a start tag that reads as a usage message's metavariable (`<name>`, `<host name ...>`): no
+    attribute value, not self-closing, an element name HTML does not leave unclosed (`<br>`, `<p>`, `<b>`)."""
+    parts = _tag_parts(text, span)
+    return (parts is not None and parts[0] == "open" and parts[1].lower() not in UNCLOSED_MARKUP
+            and "=" not in text[span.start:span.end])
+
+
+def placeholder_spans(text: str, patterns: Patterns) -> list[Span]:
+    """The spans of `text` that are placeholders: those `patterns` finds, but a start tag left unclosed in the line
+    that reads as a metavariable (`_loose`) is text (translators translate `<name>`), the placeholders inside it
+    (`<corrupt: %14ld>`) still placeholders."""
     spans = patterns.find(text)
+    pairs = _pairs(text, spans)
+    kept = []
+    for index, span in enumerate(spans):
+        if index in pairs or not _loose(text, span):
+            kept.append(span)
+            continue
+        inside = patterns.find(text[span.start + 1:span.end])  # without its "<": no tag starts inside
+        kept += [Span(span.start + 1 + part.start, span.start + 1 + part.end, part.family) for part in inside]
+    return kept
+
+
+def find_units(text: str, patterns: Patterns) -> list[Unit]:
+    """The units of `text` in order of their first span (`placeholder_spans`)."""
+    spans = placeholder_spans(text, patterns)
     pairs = _pairs(text, spans)
     closing = set(pairs.values())
     units = []
@@ -288,16 +317,63 @@ class PairMasking:
     one_sided: int = 0
 
 
+def _is_argument(text: str) -> bool:
+    """Whether printf directive `text` takes an argument: not `%%`, nor glibc's `%m` (the text of errno)."""
+    return text != "%%" and not text.endswith("m")
+
+
+def _arguments(texts: list[str]) -> list[tuple[int, str]] | None:
+    """(argument number, directive without its position) of each of a line's printf conversions `texts`, in order,
+    numbered as printf takes its arguments (`%s %d` as `%1$s %2$d`); None where the line mixes both forms or takes a
+    width from an argument (`%*d`)."""
+    parsed = [ARGUMENT.fullmatch(text) for text in texts]
+    if len({match[1] is None for match in parsed}) > 1 or any("*" in match[2] for match in parsed):
+        return None
+    return [(int(match[1]) if match[1] else number, match[2]) for number, match in enumerate(parsed, 1)]
+
+
+def _argument_keys(units: list[Unit]) -> dict[int, tuple[int, str]]:
+    """Unit index -> (argument number, directive) of each printf conversion of `units` (`_arguments`)."""
+    indices = [index for index, unit in enumerate(units)
+               if unit.spans[0].family == PRINTF and _is_argument(unit.texts[0])]
+    return dict(zip(indices, _arguments([units[index].texts[0] for index in indices]) or []))
+
+
+def placeholder_keys(text: str, patterns: Patterns) -> Counter:
+    """What the placeholders of `text` say, to compare a translation's with its source's: each unit's texts, a printf
+    conversion as its argument and directive (`%s ... %d` and `%2$d ... %1$s` say the same)."""
+    units = find_units(text, patterns)
+    keys = _argument_keys(units)
+    return Counter(keys.get(index, unit.texts) for index, unit in enumerate(units))
+
+
+def _take(candidates: list[int] | None, taken: set[int]) -> int | None:
+    """The first of `candidates` not `taken` (now taken), or None."""
+    index = next((index for index in candidates or () if index not in taken), None)
+    if index is not None:
+        taken.add(index)
+    return index
+
+
 def mask_pair(src: str, tgt: str, patterns: Patterns, stats: PairMasking | None = None) -> tuple[str, str]:
-    """A training pair with the placeholders both sides have masked alike: a unit of the source takes the same
-    symbol as the first unmatched unit of the target with the same text (a tag pair: the same opening and closing
-    tag). Units of one side only are left as text, so that the model never learns to drop or invent a symbol;
-    runs of reserved brackets are masked on each side all the same (see the module's doc)."""
+    """A training pair with the placeholders both sides have masked alike: a printf conversion of the source takes
+    the same symbol as the target's conversion of the same argument (`%s %s` and `%2$s ... %1$s`: a translation that
+    reorders them), any other unit as the first unmatched unit of the target with the same text (a tag pair: the
+    same opening and closing tag). Units of one side only are left as text, so that the model never learns to drop
+    or invent a symbol; runs of reserved brackets are masked on each side all the same (see the module's doc)."""
     src_units, tgt_units = find_units(src, patterns), find_units(tgt, patterns)
-    waiting: dict[tuple[str, ...], list[int]] = {}
+    by_text: dict[tuple[str, ...], list[int]] = {}
     for index, unit in enumerate(tgt_units):
-        waiting.setdefault(unit.texts, []).append(index)
-    matches = [(unit, tgt_units[waiting[unit.texts].pop(0)]) for unit in src_units if waiting.get(unit.texts)]
+        by_text.setdefault(unit.texts, []).append(index)
+    by_argument: dict[tuple[int, str], list[int]] = {}
+    for index, key in _argument_keys(tgt_units).items():
+        by_argument.setdefault(key, []).append(index)
+    src_keys, taken, matches = _argument_keys(src_units), set(), []
+    for index, unit in enumerate(src_units):
+        partner = _take(by_argument.get(src_keys.get(index)), taken)
+        partner = _take(by_text.get(unit.texts), taken) if partner is None else partner
+        if partner is not None:
+            matches.append((unit, tgt_units[partner]))
     counts = Counter()
     symbols = _symbols([src_unit for src_unit, _ in matches], counts)
     matched = {id(unit) for pair in matches for unit in pair}
@@ -309,6 +385,22 @@ def mask_pair(src: str, tgt: str, patterns: Patterns, stats: PairMasking | None 
         stats.one_sided += len(src_units) + len(tgt_units) - 2 * len(matches)
     return (_render(src, [unit for unit, _ in matches] + own[0], src_symbols)[0],
             _render(tgt, [unit for _, unit in matches] + own[1], tgt_symbols)[0])
+
+
+def reordered(hypothesis: str, originals: dict[str, str]) -> dict[str, str]:
+    """The `originals` to restore `hypothesis` with: where it writes the source's printf conversions (`%s ... %d`)
+    in another order, each in its positional form (`%2$d ... %1$s`), as gettext's translators write them and printf
+    reads them (restored as they are, the arguments would be swapped); `originals` itself otherwise."""
+    conversions = [symbol for symbol, text in originals.items()
+                   if BUILTINS[PRINTF].pattern.fullmatch(text) and _is_argument(text)]
+    if len(conversions) < 2 or any(ARGUMENT.fullmatch(originals[symbol])[1] or "*" in originals[symbol]
+                                   for symbol in conversions):
+        return originals
+    rank = {symbol: number for number, symbol in enumerate(conversions, 1)}
+    order = [rank[match.group()] for match in SYMBOL.finditer(hypothesis) if match.group() in rank]
+    if order == sorted(order):
+        return originals
+    return {**originals, **{symbol: f"%{number}${originals[symbol][1:]}" for symbol, number in rank.items()}}
 
 
 def restore(hypothesis: str, originals: dict[str, str]) -> str:

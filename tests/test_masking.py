@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -29,7 +28,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.export.ctranslate2 import export_model
 from nmtkit.hypotheses import Hypothesis
 from nmtkit.inputs import Request
-from nmtkit.placeholders import find_units, load_patterns, reserved_symbols
+from nmtkit.placeholders import load_patterns, placeholder_keys, reserved_symbols
 from nmtkit.registry import build_model
 from nmtkit.run_config import build_config
 from nmtkit.serve.app import ServeConfig, Service, make_app
@@ -43,9 +42,9 @@ LINES = ["Open %s in <b>the <i>new</i> window</b> now", "%d", "{0} files &amp; $
 
 
 def kept(source: str, translation: str) -> bool:
-    """Whether `translation` holds exactly the placeholders of `source` (their texts, each as often)."""
-    return Counter(unit.texts for unit in find_units(source, PATTERNS)) == \
-        Counter(unit.texts for unit in find_units(translation, PATTERNS))
+    """Whether `translation` holds exactly the placeholders of `source` (their texts, each as often; printf
+    conversions of the same arguments, `%s %d` as `%2$d %1$s`)."""
+    return placeholder_keys(source, PATTERNS) == placeholder_keys(translation, PATTERNS)
 
 
 def checkpoint(path: Path, record: dict | None, symbols: bool = True) -> Path:
@@ -248,6 +247,23 @@ def test_a_placeholder_glued_to_the_text_beside_it_is_separated(loaded):
     translator.engine.tail = translator.engine.tail[1:]  # no "▁": "$HOME" + "files" would read "$HOMEfiles"
     assert translator.translate(["open $HOME", "open %s"]) == ["open $HOME files", "open %sfiles"]
     assert translator.placeholder_counts == PlaceholderCounts(lines=4, repaired=1)
+
+
+class SwappingEngine(EchoEngine):
+    """The echo with its first two placeholder symbols swapped: a translation that reorders them."""
+
+    def search(self, sources, constraints, check):
+        piece_id = self.loaded.tgt_subword.processor.piece_to_id
+        swap = {piece_id("｟ph1｠"): piece_id("｟ph2｠"), piece_id("｟ph2｠"): piece_id("｟ph1｠")}
+        return [[Hypothesis([swap.get(token, token) for token in found[0].tokens], 0.0)]
+                for found in super().search(sources, constraints, check)]
+
+
+def test_reordered_printf_arguments_come_back_positional_with_their_links(loaded):
+    translator = Translator(SwappingEngine(loaded, DecodeConfig()))
+    lines = ["open %s in %d now", "open {0} in {1}", "open %1$s in %2$s"]
+    assert translator.translate(lines) == ["open %2$d in %1$s now", "open {1} in {0}", "open %2$s in %1$s"]
+    assert translator.translate_aligned([Request(lines[0])])[1] == ["0-0 1-1 2-2 3-3 4-4"]
 
 
 def test_alignments_index_the_original_words(models):

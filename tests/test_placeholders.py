@@ -31,9 +31,11 @@ from nmtkit.placeholders import (
     PairMasking,
     Patterns,
     check,
+    find_units,
     load_patterns,
     mask,
     mask_pair,
+    reordered,
     reserved_symbols,
     restore,
 )
@@ -91,12 +93,27 @@ def test_only_a_placeholder_or_inside_a_word(text):
 
 
 def test_nested_misnested_and_unpaired_tags():
-    masked, originals = mask("<b><i>x</i></b> <b><i>y</b></i> </u> <file>", AUTO)
+    masked, originals = mask("<b><i>x</i></b> <b><i>y</b></i> </u> <br> <file>", AUTO)
     t, ph = f"{OPEN}t{{}}{CLOSE}", f"{OPEN}ph{{}}{CLOSE}"
     assert masked == (f"{t.format(1)}{t.format(2)}x{OPEN}/t2{CLOSE}{OPEN}/t1{CLOSE} "  # nested: two pairs
                       f"{t.format(3)}{ph.format(1)}y{OPEN}/t3{CLOSE}{ph.format(2)} "  # <i> left open inside <b>
-                      f"{ph.format(3)} {ph.format(4)}")  # a lone end tag; a usage mark such as <file>
+                      f"{ph.format(3)} {ph.format(4)} <file>")  # a lone end tag, <br>; a usage mark is text
     assert originals[f"{OPEN}t3{CLOSE}"] == "<b>" and originals[ph.format(2)] == "</i>"
+
+
+@pytest.mark.parametrize(("text", "placeholders"), [
+    ("usage: %s [options] <host name ...> <file>", ["%s"]),  # usage marks: translators translate them
+    ("<corrupt string table index: %3ld>", ["%3ld"]),  # the placeholder inside one still is one
+    ("<Object> <option> <time>", []),  # element names HTML closes, unclosed: metavariables
+    ("a<br>b <p>c <LI>d <b>e", ["<br>", "<p>", "<LI>", "<b>"]),  # HTML's unclosed elements and inline styles
+    ("<key name='%s'> and <image/>", ["<key name='%s'>", "<image/>"]),  # an attribute value, self-closing: markup
+    ("<name>x</name> </name>", ["<name>", "</name>", "</name>"]),  # closed in the line: markup
+])
+def test_a_start_tag_left_unclosed_without_attributes_is_a_usage_mark(text, placeholders):
+    found = [part for unit in find_units(text, AUTO) for part in unit.texts]
+    assert found == placeholders
+    masked, originals = mask(text, AUTO)
+    assert sorted(originals.values()) == sorted(placeholders) and restore(masked, originals) == text
 
 
 def test_reserved_brackets_in_the_input_are_masked_and_come_back():
@@ -141,6 +158,34 @@ def test_mask_pair_masks_what_both_sides_have():
     assert src == f"Open %s in {OPEN}t1{CLOSE}{OPEN}ph1{CLOSE}{OPEN}/t1{CLOSE} now"
     assert tgt == f"In {OPEN}t1{CLOSE}{OPEN}ph1{CLOSE}{OPEN}/t1{CLOSE} %1$s öffnen"
     assert (stats.lines, stats.masked, stats.one_sided) == (1, 2, 2)
+
+
+@pytest.mark.parametrize(("src", "tgt", "src_masked", "tgt_masked"), [
+    ("Install '%s' for '%s'?", "'%2$s' のために '%1$s' をインストールしますか?", "Install '1' for '2'?",
+     "'2' のために '1' をインストールしますか?"),  # a translation that reorders: positional
+    ("%d of %s", "%2$s の %1$d", "1 of 2", "2 の 1"),
+    ("%m: %s at %d%%", "%2$d%% で %1$s: %m", "1: 2 at 34", "34 で 2: 1"),  # %m and %% take no argument
+    ("%1$s and %2$s", "%2$s und %1$s", "1 and 2", "2 und 1"),  # positional on both sides
+    ("%s %s", "%2$d %1$s", "1 %s", "%2$d 1"),  # another conversion of argument 2: text on both sides
+    ("%*d %s", "%2$s %1$*d", "%*d %s", "%2$s %1$*d"),  # a width taken from an argument: by text only
+])
+def test_mask_pair_matches_printf_conversions_by_their_argument(src, tgt, src_masked, tgt_masked):
+    def numbered(text: str) -> str:
+        return SYMBOL.sub(lambda match: match.group(3), text)
+    assert tuple(map(numbered, mask_pair(src, tgt, AUTO))) == (src_masked, tgt_masked)
+
+
+def test_a_translation_that_reorders_printf_conversions_restores_them_positional():
+    masked, originals = mask("Copy %s to %5.2f%% %m <b>now</b>", AUTO)
+    assert masked == f"Copy {OPEN}ph1{CLOSE} to {OPEN}ph2{CLOSE}{OPEN}ph3{CLOSE} {OPEN}ph4{CLOSE} " \
+                     f"{OPEN}t1{CLOSE}now{OPEN}/t1{CLOSE}"
+    swapped = f"{OPEN}t1{CLOSE}{OPEN}/t1{CLOSE} {OPEN}ph4{CLOSE} {OPEN}ph2{CLOSE}{OPEN}ph3{CLOSE} {OPEN}ph1{CLOSE}"
+    assert restore(swapped, reordered(swapped, originals)) == "<b></b> %m %2$5.2f%% %1$s"
+    assert reordered(masked, originals) is originals  # in order: the user's bytes
+    for source in ("%1$s %2$s", "%*d %s", "%s alone %%"):  # positional already, a width argument, one argument
+        masked, originals = mask(source, AUTO)
+        backwards = "".join(reversed(symbols_in(masked)))
+        assert reordered(backwards, originals) is originals
 
 
 def test_mask_pair_matches_repeated_placeholders_in_order():

@@ -1,6 +1,7 @@
 """Issue 50's measurement on a test set: of the source lines that hold placeholders, the share of each system's
-translations (and of the human references) that keep exactly the source's multiset of placeholders, with BLEU and
-chrF of each system against the references.
+translations (and of the human references) that keep exactly the source's multiset of placeholders (their texts;
+and the same with printf conversions compared by argument, so that `%2$d ... %1$s` keeps `%s ... %d`), with BLEU
+and chrF of each system against the references.
 
 Usage: python benchmarks/experiments/placeholder_keep.py --src test.en --ref test.de --lang de \
            --hyp plain=plain.hyp --hyp masked=masked.hyp [--placeholders auto] [--subsets]
@@ -28,7 +29,7 @@ from pathlib import Path
 
 import sacrebleu
 
-from nmtkit.placeholders import Patterns, find_units, load_patterns
+from nmtkit.placeholders import Patterns, find_units, load_patterns, placeholder_keys
 
 
 def placeholder_texts(text: str, patterns: Patterns) -> Counter:
@@ -36,12 +37,13 @@ def placeholder_texts(text: str, patterns: Patterns) -> Counter:
     return Counter(part for unit in find_units(text, patterns) for part in unit.texts)
 
 
-def kept_share(sources: list[str], outputs: list[str], patterns: Patterns) -> tuple[int, float]:
-    """(lines whose source holds a placeholder, the share of them whose output holds the same multiset)."""
-    wanted = [(placeholder_texts(source, patterns), output) for source, output in zip(sources, outputs)]
-    marked = [(counts, output) for counts, output in wanted if counts]
-    kept = sum(placeholder_texts(output, patterns) == counts for counts, output in marked)
-    return len(marked), kept / max(len(marked), 1)
+def kept_share(sources: list[str], outputs: list[str], patterns: Patterns) -> tuple[int, float, float]:
+    """(lines whose source holds a placeholder, the share of them whose output holds the same multiset of texts, the
+    share whose output holds the same `placeholder_keys`: printf conversions by argument)."""
+    marked = [(source, output) for source, output in zip(sources, outputs) if placeholder_texts(source, patterns)]
+    texts = sum(placeholder_texts(output, patterns) == placeholder_texts(source, patterns) for source, output in marked)
+    keys = sum(placeholder_keys(output, patterns) == placeholder_keys(source, patterns) for source, output in marked)
+    return len(marked), texts / max(len(marked), 1), keys / max(len(marked), 1)
 
 
 def read(path: str) -> list[str]:
@@ -74,17 +76,18 @@ def main(argv: list[str] | None = None) -> int:
     sources, references = read(args.src), read(args.ref)
     tokenize = {"zh": "zh", "ja": "ja-mecab"}.get(args.lang.split("_")[0], "13a")
     extra = (" with placeholders: BLEU / chrF | without: BLEU / chrF |", "---|---|") if args.subsets else ("", "")
-    print(f"| system | lines with placeholders | kept exactly | BLEU | chrF |{extra[0]}")
-    print(f"|---|---|---|---|---|{extra[1]}")
+    print(f"| system | lines with placeholders | kept exactly | kept, printf by argument | BLEU | chrF |{extra[0]}")
+    print(f"|---|---|---|---|---|---|{extra[1]}")
     for name, path in (item.split("=", 1) for item in args.hyp):
         hypotheses = read(path)
-        marked, share = kept_share(sources, hypotheses, patterns)
+        marked, share, by_argument = kept_share(sources, hypotheses, patterns)
         bleu = sacrebleu.corpus_bleu(hypotheses, [references], tokenize=tokenize).score
         chrf = sacrebleu.corpus_chrf(hypotheses, [references]).score
         subsets = f" {subset_scores(sources, hypotheses, references, patterns, tokenize)} |" if args.subsets else ""
-        print(f"| {name} | {marked} | {100 * share:.1f}% | {bleu:.2f} | {chrf:.2f} |{subsets}")
-    marked, share = kept_share(sources, references, patterns)
-    print(f"| human reference | {marked} | {100 * share:.1f}% | | |")
+        shares = f"{100 * share:.1f}% | {100 * by_argument:.1f}%"
+        print(f"| {name} | {marked} | {shares} | {bleu:.2f} | {chrf:.2f} |{subsets}")
+    marked, share, by_argument = kept_share(sources, references, patterns)
+    print(f"| human reference | {marked} | {100 * share:.1f}% | {100 * by_argument:.1f}% | | |")
     return 0
 
 

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from html import unescape
 
-from nmtkit.placeholders import CLOSE, OPEN, PLACEHOLDER_SYMBOLS, SYMBOL, Patterns
+from nmtkit.placeholders import CLOSE, OPEN, PLACEHOLDER_SYMBOLS, SYMBOL, Patterns, placeholder_spans
 from nmtkit.translate.masking import separate_glued
 from nmtkit.translate.repair import remove_spelled
 
@@ -67,7 +67,7 @@ class TextPlaceholders:
         """The text of `raw` (entities decoded) with its placeholders as the next `｟phk｠` of `counts` (updated)."""
         text, bounds = decoded(raw)
         parts, position = [], 0
-        for span in self.patterns.find(text):
+        for span in placeholder_spans(text, self.patterns):
             if len(self.texts) == self.room or span.start not in bounds or span.end not in bounds:
                 self.complete = False
                 continue

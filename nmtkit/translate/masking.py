@@ -17,7 +17,18 @@ from dataclasses import dataclass, field
 from nmtkit.data.subword import UNK
 from nmtkit.errors import NmtkitError
 from nmtkit.hypotheses import Hypothesis
-from nmtkit.placeholders import SYMBOL, Patterns, Span, check, load_patterns, mask, reserved_symbols, restore
+from nmtkit.placeholders import (
+    SYMBOL,
+    Patterns,
+    Span,
+    check,
+    load_patterns,
+    mask,
+    placeholder_spans,
+    reordered,
+    reserved_symbols,
+    restore,
+)
 from nmtkit.translate.engine import Engine, LoadedFiles
 from nmtkit.translate.repair import repair, symbols
 
@@ -78,15 +89,17 @@ class Masking:
         return MaskedLine(*mask(text, self.patterns))
 
     def restore(self, text: str, line: MaskedLine) -> str:
-        """A hypothesis of `line` with its placeholders' original text (as it is, with masking off)."""
-        return text if self.patterns is None else restore(text, line.originals)
+        """A hypothesis of `line` with its placeholders' original text (as it is, with masking off); printf
+        conversions it reorders in their positional form (`nmtkit.placeholders.reordered`)."""
+        return text if self.patterns is None else restore(text, reordered(text, line.originals))
 
     def original_links(self, links: str, line: MaskedLine, translation: str) -> str:
         """Pharaoh `links` between masked `line` and its masked `translation` as links between their original
         words (`word_map`); as they are with masking off."""
         if self.patterns is None:
             return links
-        return map_links(links, word_map(line.text, line.originals), word_map(translation, line.originals))
+        return map_links(links, word_map(line.text, line.originals),
+                         word_map(translation, reordered(translation, line.originals)))
 
     def keep(self, engine: Engine, lines: list[MaskedLine], sources: list[list[int]], found: list[list[Hypothesis]],
              decoded: list[list[tuple[str, float]]]) -> list[list[tuple[str, float]]]:
@@ -148,7 +161,7 @@ def _symbol_spans(masked: str, originals: dict[str, str]) -> list[tuple[re.Match
 
 
 def _found(masked: str, originals: dict[str, str], patterns: Patterns) -> set[tuple[int, int]]:
-    return {(span.start, span.end) for span in patterns.find(restore(masked, originals))}
+    return {(span.start, span.end) for span in placeholder_spans(restore(masked, originals), patterns)}
 
 
 def restores_exactly(masked: str, originals: dict[str, str], patterns: Patterns) -> bool:

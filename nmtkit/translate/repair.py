@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from nmtkit.placeholders import CLOSE, OPEN, RESERVED, SYMBOL, Patterns
+from nmtkit.placeholders import CLOSE, OPEN, RESERVED, SYMBOL, Patterns, placeholder_spans
 
 STRAY = re.compile(f"[{OPEN}{CLOSE}]")
 
@@ -124,8 +124,8 @@ def spelled(text: str, patterns: Patterns) -> list[tuple[int, int]]:
     spans, position = [], 0
     for match in [*SYMBOL.finditer(text), None]:
         end = match.start() if match else len(text)
-        spans += [(position + span.start, position + span.end) for span in patterns.find(text[position:end])
-                  if span.family != RESERVED]
+        spans += [(position + span.start, position + span.end)
+                  for span in placeholder_spans(text[position:end], patterns) if span.family != RESERVED]
         position = match.end() if match else end
     return spans
 
