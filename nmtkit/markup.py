@@ -32,7 +32,7 @@ from typing import Protocol
 
 from nmtkit.errors import NmtkitError
 from nmtkit.markup_repair import repair
-from nmtkit.placeholders import CLOSE, OPEN, PLACEHOLDER_SYMBOLS, TAG_PAIR_SYMBOLS
+from nmtkit.placeholders import CLOSE, OPEN, PLACEHOLDER_SYMBOLS, TAG_PAIR_SYMBOLS, reordered
 
 log = logging.getLogger(__name__)
 
@@ -260,8 +260,10 @@ class Unit:
         tokens, repaired = repair(cleaned, self.originals)  # a text without markup gets no symbols either
         kept = tokens if self.text is None else self.text.after_repair(tokens)
         stats.repaired += repaired or cleaned != output or "".join(kept) != "".join(tokens)
-        # stripped: the segment's own outer whitespace stays around it (markup never starts or ends with a space)
-        return "".join(self.originals[token] if token in self.originals else escape(token, quote=False)
+        # stripped: the segment's own outer whitespace stays around it (markup never starts or ends with a space);
+        # printf conversions the translation reorders come back positional (`reordered`)
+        originals = reordered("".join(kept), self.originals)
+        return "".join(originals[token] if token in originals else escape(token, quote=False)
                        for token in kept).strip()
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import random
+import re
 from collections import Counter
 from html import unescape
 from pathlib import Path
@@ -106,6 +107,16 @@ def test_the_symbols_of_a_segment_are_numbered_together_in_order_and_at_most_32(
     assert sent[0] == "open ｟ph1｠ ｟ph2｠ now ｟ph3｠"
     assert sent[1].startswith("w ｟ph1｠ ｟ph2｠ w ｟ph3｠")  # 33 placeholders: the last of the text stays text
     assert sent[1].count("｟ph") == 32 and sent[1].endswith("w ｟ph32｠ w {31}")
+
+
+def test_printf_arguments_a_translation_reorders_come_back_positional():
+    def swap(texts):
+        swapped = {"｟ph1｠": "｟ph2｠", "｟ph2｠": "｟ph1｠"}
+        return [re.sub("｟ph[12]｠", lambda match: swapped[match.group()], text) for text in texts]
+
+    output = translate_fragments(["<p>copy <b>%s</b> to %d</p>"], swap, True, (), MarkupStats(),
+                                 lambda atoms: TextPlaceholders.of(PATTERNS, atoms))
+    assert output == ["<p>copy <b>%2$d</b> to %1$s</p>"]
 
 
 def test_a_placeholder_spelled_out_or_glued_is_repaired(vocabulary):
