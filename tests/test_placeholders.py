@@ -281,9 +281,10 @@ def test_placeholder_stats_counts_a_catalog(tmp_path, capsys):
 
     stats = load_script("benchmarks/experiments/placeholder_stats.py", "placeholder_stats")
     write_catalog(tmp_path, "demo.mo", [("Open %s", "Öffne %s"), ("Copy %s to %s", "%2$s nach %1$s kopieren"),
-                                        ("Hello", "Hallo"), ("Bye <b>now</b>", "Tschüss jetzt")])
+                                        ("Hello", "Hallo"), ("Bye <b>now</b>", "Tschüss jetzt"),
+                                        ("Usage: %s <file>", "Aufruf: %s <Datei>")])  # a usage mark is text
     assert stats.main(["--langs", "xx_YY", "--locale-dir", str(tmp_path)]) == 0
-    assert "| xx_YY | 4 | 3 (75.0%) | 1 (33.3%) | 2 (66.7%) |" in capsys.readouterr().out
+    assert "| xx_YY | 5 | 4 (80.0%) | 2 (50.0%) | 3 (75.0%) |" in capsys.readouterr().out
 
 
 def placeholder_corpus(count: int, seed: int = 0) -> list[tuple[str, str]]:

@@ -3,11 +3,12 @@
 For each language, the (English, translation) line pairs of this machine's gettext catalogs, read as the messages
 recipe reads them (recipes/messages/extract.py: every *.mo of <locale-dir>/<lang>/LC_MESSAGES, plurals as two pairs,
 multi-line messages split, exact duplicates removed), and nmtkit's placeholder families (`--placeholders`, default
-auto). Prints a Markdown table: the pairs, the share whose English holds a placeholder, and of those the share whose
-translation holds exactly the same multiset of placeholders (the same texts, each as often, in any order): what
-a translation that keeps the source's marks achieves. A translation that reorders `%s %s` into `%2$s %1$s` counts
-as not keeping them, as it would against nmtkit's guarantee; the last column counts it as keeping them (printf's
-argument numbers `1$`, `2$`... removed on both sides), to show how much of the difference is reordering.
+auto; what `mask` masks: a usage mark such as `<file>` is text). Prints a Markdown table: the pairs, the share whose
+English holds a placeholder, and of those the share whose translation holds exactly the same multiset of
+placeholders (the same texts, each as often, in any order): what a translation that keeps the source's marks
+achieves. A translation that reorders `%s %d` into `%2$d %1$s` counts as not keeping them there; the last column
+counts it as keeping them (printf conversions compared by the argument they print, `placeholder_keys`), as
+nmtkit's restoring writes a reordered translation's conversions.
 
 Usage: python benchmarks/experiments/placeholder_stats.py [--langs de zh_CN ja ar ru] [--locale-dir /usr/share/locale]
        [--placeholders auto]
@@ -18,14 +19,13 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import logging
-import re
 import sys
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
 
 from nmtkit.errors import NmtkitError
-from nmtkit.placeholders import Patterns, load_patterns
+from nmtkit.placeholders import Patterns, load_patterns, placeholder_keys, placeholder_spans
 
 
 def _messages_extract() -> ModuleType:
@@ -41,15 +41,8 @@ def _messages_extract() -> ModuleType:
 
 extract = _messages_extract()
 
-ARGUMENT_NUMBER = re.compile(r"(?<=%)[1-9][0-9]*\$")
-
-
 def placeholder_texts(text: str, patterns: Patterns) -> Counter:
-    return Counter(text[span.start:span.end] for span in patterns.find(text))
-
-
-def unnumbered(placeholders: Counter) -> Counter:
-    return Counter(ARGUMENT_NUMBER.sub("", text) for text in placeholders.elements())
+    return Counter(text[span.start:span.end] for span in placeholder_spans(text, patterns))
 
 
 def language_row(lang: str, locale_dir: Path, patterns: Patterns) -> dict:
@@ -62,13 +55,14 @@ def language_row(lang: str, locale_dir: Path, patterns: Patterns) -> dict:
             target = placeholder_texts(translation, patterns)
             with_placeholders += 1
             kept += source == target
-            reordered += source != target and unnumbered(source) == unnumbered(target)
+            reordered += source != target and placeholder_keys(english, patterns) == placeholder_keys(translation,
+                                                                                                  patterns)
     return {"lang": lang, "pairs": len(pairs), "with": with_placeholders, "kept": kept, "reordered": reordered}
 
 
 def table(rows: list[dict]) -> str:
     lines = ["| language | line pairs | English lines with placeholders | references keeping them exactly | "
-             "... or with printf arguments renumbered |", "|---|---:|---:|---:|---:|"]
+             "... or printf conversions by argument |", "|---|---:|---:|---:|---:|"]
     for row in rows:
         share = 100 * row["with"] / max(row["pairs"], 1)
         kept, also = (100 * count / max(row["with"], 1) for count in (row["kept"], row["kept"] + row["reordered"]))
