@@ -21,8 +21,9 @@ from nmtkit.constraints import Constraints, constrained_limits
 from nmtkit.data.dataset import encode_sources
 from nmtkit.data.subword import BOS, EOS, Subword, train_subword
 from nmtkit.models.base import EncoderDecoder
+from nmtkit.placeholder_check import check
 from nmtkit.placeholder_guard import ReservedIds
-from nmtkit.placeholders import check, reserved_symbols
+from nmtkit.placeholders import reserved_symbols
 from nmtkit.registry import build_model
 from nmtkit.run_config import build_config
 from nmtkit.search import Sampler, beam_search, greedy_search
@@ -43,7 +44,7 @@ def text(tokens: list[int]) -> str:
 
 
 def keeps(source: list[int], output: list[int]) -> bool:
-    """What `placeholders.check` (the check after decoding, written apart from the guard) says of the output."""
+    """What `placeholder_check.check` (the check after decoding, written apart from the guard) says of the output."""
     return check(text(source), text(output)).ok
 
 
@@ -99,7 +100,7 @@ def test_advance_records_the_order_of_the_symbols():
 
 
 def test_kept_says_what_the_check_after_decoding_says():
-    """`kept` (the guard's test of a hypothesis searched without it) against `placeholders.check` on random outputs
+    """`kept` (the guard's test of a hypothesis searched without it) against `placeholder_check.check` on random outputs
     over words, EOS-free, and every reserved symbol, for sources with placeholders, nested and unpaired tags."""
     rng = random.Random(0)
     sources = [[0, PH1, 1], [T1, 0, C1, PH1], [T1, T2, 0, C2, C1], [PH1], [0, 1], [T1, 2], [T2, C2, T1, C1]]

@@ -20,6 +20,7 @@ from nmtkit.data.corpora import Corpus
 from nmtkit.data.prepare import SplitFiles, load_subwords, prepare_data
 from nmtkit.data.prepare_corpora import prepare_corpora
 from nmtkit.errors import NmtkitError
+from nmtkit.placeholder_check import Check, check
 from nmtkit.placeholders import (
     BUILTINS,
     CLOSE,
@@ -27,10 +28,8 @@ from nmtkit.placeholders import (
     PLACEHOLDER_SYMBOLS,
     SYMBOL,
     TAG_PAIR_SYMBOLS,
-    Check,
     PairMasking,
     Patterns,
-    check,
     find_units,
     load_patterns,
     mask,

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from nmtkit.data.subword import UNK
 from nmtkit.errors import NmtkitError
 from nmtkit.hypotheses import Hypothesis
+from nmtkit.placeholder_check import check
 from nmtkit.placeholders import (
     SYMBOL,
     Patterns,
     Span,
-    check,
     load_patterns,
     mask,
     placeholder_spans,
@@ -104,7 +104,7 @@ class Masking:
     def keep(self, engine: Engine, lines: list[MaskedLine], sources: list[list[int]], found: list[list[Hypothesis]],
              decoded: list[list[tuple[str, float]]]) -> list[list[tuple[str, float]]]:
         """The `decoded` (text, score) of the hypotheses `found` for masked `lines` (subword ids `sources`), each
-        text checked (`nmtkit.placeholders.check`, and `restores_exactly`) and repaired where it lost, broke or
+        text checked (`nmtkit.placeholder_check.check`, and `restores_exactly`) and repaired where it lost, broke or
         invented one, a missing one placed by the `engine`'s attention (`repair.py`); counts the lines."""
         if self.patterns is None:
             return decoded

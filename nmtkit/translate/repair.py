@@ -1,4 +1,4 @@
-"""Repairing a masked translation that lost or broke its placeholders, so that what `nmtkit.placeholders.check`
+"""Repairing a masked translation that lost or broke its placeholders, so that what `nmtkit.placeholder_check.check`
 asks holds for every line an engine returns, whether or not its search guarantees it (CTranslate2 cannot constrain
 its search; nmtkit's own search may be told not to): each symbol of the source exactly once, no other symbol, no
 stray bracket, and tag pairs opened before they close and properly nested.
