@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nmtkit.errors import NmtkitError
+from nmtkit.pattern_files import read_pattern_file
 
 try:  # Python 3.11+
     from re import _parser as sre_parse
@@ -149,34 +150,6 @@ def _family(where: str, name: str, regex: str | None, seen: set[str]) -> Family:
     return family
 
 
-def _read_yaml(path: Path) -> list[tuple[str, str, str | None]]:
-    """(where, name, regex) of each entry of a YAML mapping `name: regex` (`name:` alone: a built-in family)."""
-    import yaml  # here, not at the top: PyYAML takes 30 ms to import, and only pattern files in YAML need it
-
-    try:
-        node = yaml.compose(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as error:
-        raise NmtkitError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from error
-    if not isinstance(node, yaml.MappingNode):
-        raise NmtkitError(f"{path}: a pattern file in YAML is a mapping of family names to regular expressions")
-    entries = []
-    for key, value in node.value:
-        regex = None if value.tag.endswith(":null") else value.value if isinstance(value, yaml.ScalarNode) else value
-        entries.append((f"{path}:{key.start_mark.line + 1}", key.value, regex))
-    return entries
-
-
-def _read_lines(path: Path) -> list[tuple[str, str, str | None]]:
-    """(where, name, regex) of each `name<TAB>regex` line (a name alone: a built-in family); blank lines and lines
-    starting with # are skipped."""
-    entries = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip() and not line.startswith("#"):
-            name, tab, regex = line.partition("\t")
-            entries.append((f"{path}:{number}", name.strip(), regex if tab else None))
-    return entries
-
-
 def load_patterns(spec: str) -> Patterns | None:
     """The pattern set `spec` names: `auto` (every built-in family), `none` (None: nothing is masked) or a pattern
     file, YAML (`.yaml`, `.yml`) or `name<TAB>regex` lines; a bad entry is an error naming its line."""
@@ -187,10 +160,7 @@ def load_patterns(spec: str) -> Patterns | None:
     path = Path(spec)
     if not path.is_file():
         raise NmtkitError(f"placeholders: {spec!r} is neither auto, none nor a pattern file")
-    try:
-        entries = _read_yaml(path) if path.suffix in (".yaml", ".yml") else _read_lines(path)
-    except (OSError, UnicodeDecodeError) as error:
-        raise NmtkitError(f"cannot read the pattern file {path} ({error})") from error
+    entries = read_pattern_file(path)
     if not entries:
         raise NmtkitError(f"{path}: the pattern file names no family")
     seen: set[str] = set()
