@@ -13,6 +13,7 @@ holding the pieces that are always candidates), in the exported directory, by `n
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from nmtkit.data.prepare import load_subwords
 from nmtkit.data.subword import EOS, Subword
 from nmtkit.errors import NmtkitError
 
+log = logging.getLogger(__name__)
 CHUNK = 20_000  # sentence pairs counted at a time (memory: their distinct piece pairs)
 
 
@@ -35,18 +37,28 @@ class Shortlist:
     pairs: int  # training pairs counted
 
     def vmap(self, src_subword: Subword, tgt_subword: Subword) -> str:
-        """CTranslate2's vmap.txt; pieces with whitespace cannot be written in it and are a one-line error."""
+        """CTranslate2's vmap.txt. A piece that holds whitespace (a tab, kept by the `identity` rule) cannot be
+        written in it: it is left out, with a warning naming how many (a search with the map never writes such a
+        target piece; a source piece's own candidates are then not added)."""
         src, tgt = src_subword.processor.id_to_piece, tgt_subword.processor.id_to_piece
+        left_out: set[str] = set()
 
-        def checked(piece: str) -> str:
-            if not piece or any(char.isspace() for char in piece):
-                raise NmtkitError(f"the subword piece {piece!r} holds whitespace, which CTranslate2's vocabulary map "
-                                  "cannot hold; export without --shortlist")
-            return piece
+        def writable(piece: str) -> bool:
+            if piece and not any(char.isspace() for char in piece):
+                return True
+            left_out.add(piece)
+            return False
 
-        lines = ["\t" + " ".join(checked(tgt(int(index))) for index in self.frequent)]
-        lines += [checked(src(source)) + "\t" + " ".join(checked(tgt(int(index))) for index in targets)
-                  for source, targets in sorted(self.candidates.items())]
+        def targets(indices: np.ndarray) -> str:
+            return " ".join(piece for piece in (tgt(int(index)) for index in indices) if writable(piece))
+
+        lines = ["\t" + targets(self.frequent)]
+        lines += [src(source) + "\t" + targets(candidates) for source, candidates in sorted(self.candidates.items())
+                  if writable(src(source))]
+        if left_out:
+            log.warning("shortlist: %d subword piece(s) hold whitespace (%s), which CTranslate2's vocabulary map "
+                        "cannot hold: left out of it (a search with the shortlist never writes them; export without "
+                        "--shortlist to keep them)", len(left_out), ", ".join(sorted(map(repr, left_out))[:5]))
         return "".join(line + "\n" for line in lines)
 
 
