@@ -192,6 +192,8 @@ class TrainConfig:
                                 "a fresh optimizer and schedule unless init_optimizer)")
     init_optimizer: bool = option(False, "with init_from: also continue its optimizer state and learning-rate schedule "
                                          "(needs a checkpoint with training state, e.g. last.pt)")
+    init_layers: str = option("", "with init_from: a model of other depths (a student) starts from its layers: spread "
+                                  "(evenly spaced, first and last kept) or 'encoder:0,1,2 decoder:2'")
 
 
 @dataclass

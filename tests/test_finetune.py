@@ -18,7 +18,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.run_config import build_config
 from nmtkit.training.command import train_command
 from nmtkit.training.config import completed
-from nmtkit.training.finetune import model_differences
+from nmtkit.training.finetune import model_differences, spread
 from nmtkit.training.loop import Trainer, train
 
 MODEL = {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32}
@@ -118,3 +118,58 @@ def test_fine_tuning_reads_its_checkpoint_once(parent: Path, tmp_path: Path, mon
     summary = train_command(data, tmp_path / "tuned", None, None, overrides, init_from=str(model), max_steps=2,
                             device="cpu", threads=1)
     assert summary["steps"] == 2 and reads.count(model) == 1
+
+
+def test_spread_keeps_the_first_and_last_layer_and_repeats_when_deeper():
+    assert spread(3, 1) == [0] and spread(6, 2) == [0, 5] and spread(6, 3) == [0, 2, 5] and spread(12, 3) == [0, 6, 11]
+    assert spread(3, 3) == [0, 1, 2] and spread(3, 6) == [0, 0, 1, 1, 2, 2]
+
+
+@pytest.fixture(scope="module")
+def teacher(tmp_path_factory) -> Path:
+    """A 2+3-layer run of 2 updates on the copy task, and new data in its vocabulary: (checkpoint, data)."""
+    root = tmp_path_factory.mktemp("teacher")
+    train(config({"encoder_layers": 2, "decoder_layers": 3}, max_steps=2), copy_task(root), root / "run")
+    return root / "run" / "model.pt"
+
+
+@pytest.mark.parametrize("rule, decoder_layer", [("spread", 0), ("decoder:2", 2)])
+def test_a_shallower_student_starts_from_the_teachers_layers(teacher: Path, tmp_path: Path, rule, decoder_layer):
+    data = new_data(tmp_path, "--subword-model", str(teacher))
+    trainer = Trainer(config({"encoder_layers": 2, "decoder_layers": 1}, init_from=str(teacher), init_layers=rule),
+                      data, tmp_path / "student")
+    trainer.checkpoints.initialize_from(str(teacher))
+    saved, student = load_checkpoint(teacher)["model"], trainer.setup.model.state_dict()
+    assert student.keys() == {name for name in saved if not name.startswith(("decoder.1.", "decoder.2."))}
+    for name, value in student.items():
+        source = name.replace("decoder.0.", f"decoder.{decoder_layer}.")
+        assert torch.equal(value, saved[source]), name
+
+
+def test_student_depths_are_errors_without_init_layers_and_with_a_wrong_map(teacher: Path, tmp_path: Path):
+    data = new_data(tmp_path, "--subword-model", str(teacher))
+    base = ["train", "--data", str(data), "--init-from", str(teacher), "--set", "model.encoder_layers=2",
+            "--set", "model.d_model=16", "--set", "model.heads=2", "--set", "model.ffn=32",
+            "--set", "model.decoder_layers=1", "--set", "train.max_steps=1", "--set", "train.valid_bleu=false"]
+    one_line_error([*base, "--out", str(tmp_path / "a")], "decoder_layers: 3 -> 1", "train.init_layers=spread")
+    one_line_error([*base, "--out", str(tmp_path / "b"), "--set", "train.init_layers=decoder:3"],
+                   "decoder needs 1 layer(s) of the checkpoint's 3 (0-2), got 3")
+    one_line_error([*base, "--out", str(tmp_path / "c"), "--set", "train.init_layers=middle"],
+                   "'middle' is not spread")
+    result = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "d"), "--set", "train.init_layers=spread",
+                                      "--set", "train.amp=none", "--threads", "1"])
+    assert result.exit_code == 0, result.output
+    assert load_checkpoint(tmp_path / "d" / "model.pt")["config"]["model"]["decoder_layers"] == 1
+
+
+def test_a_student_of_other_depths_cannot_continue_the_teachers_optimizer(teacher: Path, tmp_path: Path):
+    data = new_data(tmp_path, "--subword-model", str(teacher))
+    trainer = Trainer(config({"encoder_layers": 2, "decoder_layers": 1}, init_from=str(teacher), init_layers="spread",
+                             init_optimizer=True), data, tmp_path / "student")
+    with pytest.raises(NmtkitError, match="leave train.init_optimizer out"):
+        trainer.checkpoints.initialize_from(str(teacher))
+
+
+def test_init_layers_without_a_checkpoint_is_an_error():
+    with pytest.raises(NmtkitError, match="give --init-from"):
+        config(init_layers="spread")

@@ -77,6 +77,9 @@ def check_train_config(train) -> None:
     if train.dropout_from and not (0.0 < train.dropout_from < 1.0 and (train.max_steps or train.max_time)):
         raise NmtkitError(f"train.dropout_from is a fraction of the budget in [0, 1) and needs --max-steps or "
                           f"--max-time, got {train.dropout_from}")
+    if train.init_layers and not train.init_from:
+        raise NmtkitError("train.init_layers maps the layers of the checkpoint a run starts from: give --init-from "
+                          "(or train.init_layers= for random weights)")
     check_stages(train)
     if train.compile and train.scheduled_sampling > 0:
         raise NmtkitError("train.compile does not combine with train.scheduled_sampling (the decoder unrolled step by "

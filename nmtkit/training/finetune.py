@@ -4,10 +4,17 @@ unless `train.init_optimizer` keeps them.
 The checkpoint and the new run must agree on what the weights mean: the same subword vocabularies (prepare the new
 data with `nmtkit prepare --subword-model CHECKPOINT`) and the same architecture. Settings that do not shape the
 weights (dropout) may change; anything else is a one-line error naming the differences.
+
+A student of another depth starts from a teacher's weights with `train.init_layers` ("shrink and fine-tune",
+Shleifer & Rush 2020): each student layer is a copy of one teacher layer, every other weight (embeddings, final
+norms, output layer) is the teacher's. `spread` picks the teacher layers evenly, the first and the last kept (3 -> 1
+takes layer 0, as DistilBART's table does; 6 -> 2 takes 0 and 5; a deeper student repeats layers: 3 -> 6 takes
+0 0 1 1 2 2); `encoder:0,1,2 decoder:2` names them.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from nmtkit.checkpoint_file import load_checkpoint
@@ -16,11 +23,15 @@ from nmtkit.errors import NmtkitError
 
 # model settings that do not change the weights' shapes
 CHANGEABLE = frozenset({"dropout", "attention_dropout", "activation_dropout"})
+# a stack's depth (model setting) and the prefix of its layers' weights (`encoder.0.attention.query.weight`)
+STACKS = {"encoder": "encoder_layers", "decoder": "decoder_layers"}
+LAYER_KEY = re.compile(r"^(encoder|decoder)\.([0-9]+)\.(.*)$")
 
 
-def model_differences(saved: dict, wanted: dict) -> list[str]:
-    """`key: saved -> wanted` for each architecture setting that differs (dropout may differ)."""
-    keys = sorted((set(saved) | set(wanted)) - CHANGEABLE)
+def model_differences(saved: dict, wanted: dict, depths_may_differ: bool = False) -> list[str]:
+    """`key: saved -> wanted` for each architecture setting that differs (dropout may differ; the depths too with
+    `depths_may_differ`)."""
+    keys = sorted((set(saved) | set(wanted)) - CHANGEABLE - (set(STACKS.values()) if depths_may_differ else set()))
     return [f"{key}: {saved.get(key)!r} -> {wanted.get(key)!r}" for key in keys if saved.get(key) != wanted.get(key)]
 
 
@@ -29,17 +40,62 @@ def read_start(path: str | Path) -> dict:
     return load_checkpoint(path, "start from another checkpoint, e.g. model.pt of the run")
 
 
+def spread(teacher: int, student: int) -> list[int]:
+    """Teacher layers for `student` layers: evenly spaced, the first and the last kept; repeated when deeper."""
+    if student >= teacher:
+        return [layer * teacher // student for layer in range(student)]
+    if student == 1:
+        return [0]
+    return [round(layer * (teacher - 1) / (student - 1)) for layer in range(student)]
+
+
+def layer_maps(rule: str, saved: dict, wanted: dict) -> dict[str, list[int]]:
+    """For each stack, the teacher layer each student layer starts from, by `rule` (train.init_layers)."""
+    maps = {stack: spread(saved[depth], wanted[depth]) for stack, depth in STACKS.items() if depth in wanted}
+    if rule == "spread":
+        return maps
+    for part in rule.split():
+        stack, _, layers = part.partition(":")
+        if stack not in STACKS or not re.fullmatch(r"[0-9]+(,[0-9]+)*", layers):
+            raise NmtkitError(f"train.init_layers: {part!r} is not spread or STACK:LAYERS (e.g. 'encoder:0,1,2 "
+                              "decoder:2')")
+        chosen = [int(layer) for layer in layers.split(",")]
+        if len(chosen) != wanted[STACKS[stack]] or max(chosen) >= saved[STACKS[stack]]:
+            raise NmtkitError(f"train.init_layers: {stack} needs {wanted[STACKS[stack]]} layer(s) of the "
+                              f"checkpoint's {saved[STACKS[stack]]} (0-{saved[STACKS[stack]] - 1}), got {layers}")
+        maps[stack] = chosen
+    return maps
+
+
+def mapped_weights(weights: dict, maps: dict[str, list[int]]) -> dict:
+    """The teacher's `weights` renamed for the student: its layer k of a stack is the teacher's layer maps[stack][k]."""
+    kept = {name: value for name, value in weights.items() if not LAYER_KEY.match(name)}
+    for name, value in weights.items():
+        if match := LAYER_KEY.match(name):
+            stack, layer, rest = match.group(1), int(match.group(2)), match.group(3)
+            for student, teacher in enumerate(maps.get(stack, [])):
+                if teacher == layer:
+                    kept[f"{stack}.{student}.{rest}"] = value.clone()
+    return kept
+
+
 def check_start(payload: dict, path: str | Path, subwords: tuple[Subword, Subword], model_config: dict,
-                data_dir: Path) -> dict:
-    """The checkpoint to start from, checked against the new run's vocabularies and architecture."""
+                data_dir: Path, init_layers: str = "") -> dict:
+    """The checkpoint to start from, checked against the new run's vocabularies and architecture; with
+    `init_layers`, its weights mapped onto a model of other depths."""
     saved = payload["subword"]
     if (saved["src"], saved["tgt"]) != (subwords[0].proto, subwords[1].proto):
         raise NmtkitError(f"{path} was trained with other subword vocabularies than {data_dir}; prepare the new data "
                           f"with its vocabulary: nmtkit prepare --subword-model {path} ...")
-    differences = model_differences(payload["config"]["model"], model_config)
+    saved_model = payload["config"]["model"]
+    differences = model_differences(saved_model, model_config, bool(init_layers))
     if differences:
         raise NmtkitError(f"{path} has another architecture than this run ({'; '.join(differences)}); fine-tune "
-                          "with its model settings (leave the model section out of --config)")
+                          "with its model settings (leave the model section out of --config)"
+                          + ("" if init_layers else "; a student of other depths: train.init_layers=spread"))
+    if init_layers:
+        maps = layer_maps(init_layers, saved_model, model_config)
+        payload = {**payload, "model": mapped_weights(payload["model"], maps), "layer_maps": maps}
     return payload
 
 

@@ -116,9 +116,22 @@ class Checkpoints:
         train.init_optimizer, its optimizer state and schedule position); the step count, epochs and budgets start
         from zero."""
         setup, init_optimizer = self.setup, self.setup.config.train.init_optimizer
+        init_layers = setup.config.train.init_layers
+        if init_layers and init_optimizer:
+            raise NmtkitError("train.init_layers starts a model of other depths: its optimizer state cannot "
+                              "continue (leave train.init_optimizer out)")
         payload = check_start(start or read_start(path), path, setup.subwords,
-                              dataclasses.asdict(setup.config.model), setup.data_dir)
-        setup.model.load_state_dict(payload["model"])
+                              dataclasses.asdict(setup.config.model), setup.data_dir, init_layers)
+        try:
+            setup.model.load_state_dict(payload["model"])
+        except RuntimeError as error:  # a model whose layers are not `encoder.N.` / `decoder.N.` modules
+            if not init_layers:
+                raise
+            raise NmtkitError(f"train.init_layers cannot map the layers of {setup.config.model.name} models: "
+                              f"{str(error).splitlines()[0]}") from None
+        if "layer_maps" in payload:
+            log.info("student layers from the checkpoint's: %s", "; ".join(
+                f"{stack} {' '.join(map(str, layers))}" for stack, layers in payload["layer_maps"].items()))
         if init_optimizer:
             state = payload.get("train_state")
             if state is None:
