@@ -10,7 +10,7 @@ THREADS ?= 0
 # LANG_DIR (a locale such as zh_CN, ja, th, ar, he) and CODE choose the language of recipe-messages
 export MODEL MAX_TIME THREADS LANG_DIR CODE
 
-.PHONY: install test test-isa lint bench recipe-bible recipe-bible-zoo recipe-reverse recipe-wmt recipe-messages recipe-multilingual recipe-finetune recipe-backtranslation recipe-distill bible-data wmt-data clean
+.PHONY: install test test-isa lint bench recipe-bible recipe-bible-zoo recipe-reverse recipe-wmt recipe-messages recipe-multilingual recipe-finetune recipe-backtranslation recipe-distill recipe-distill-messages bible-data wmt-data clean
 
 install: $(VENV)/.installed
 
@@ -85,6 +85,10 @@ recipe-finetune: install
 # students the teacher's vocabulary
 recipe-distill: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/distill/run.sh
+
+# the same on English -> LANG_DIR (de) software messages: a teacher of TEACHER_TIME (30m), students of TIME (10m)
+recipe-distill-messages: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/distill/messages.sh
 
 clean:
 	rm -rf $(VENV) runs data

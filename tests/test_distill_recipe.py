@@ -70,8 +70,10 @@ def test_the_table_shows_every_model_and_the_filter_counts():
     lines = text.splitlines()
     assert lines[2].startswith("| teacher int8 | 12.5 | 30.1 | 50.2 | 29.0 | 60.0 | 120.0 |")
     assert lines[3].startswith("| student-tiny int8 + shortlist | 3.1 |")
-    assert "1002 test sentences" in text and "2 threads" in text and report.cpu_name() in text
-    assert "97 of 100 kept" in text and "2 length_ratio" in text
+    assert "1002 test sentences (Acts, KJV reference)" in text and "2 threads" in text
+    assert report.cpu_name() in text and "97 of 100 kept" in text and "2 length_ratio" in text
+    assert "1000 test sentences (software messages en-de)," in report.table(rows, 2, 1000, None,
+                                                                            "software messages en-de")
 
 
 STAND_IN = """#!/usr/bin/env bash
@@ -119,3 +121,41 @@ def test_shared_vocab_prepares_the_students_data_with_the_teachers_vocabulary(tm
             [f"student-tiny{suffix}", f"student-tiny{suffix}-original"]  # beside, not over, the other's students
         report = next(call for call in calls if call[0] == "python")
         assert option(report, "--out") == str(tmp_path / "runs" / ("teacher-vocab" if suffix else ""))
+
+
+def test_another_corpus_is_distilled_in_its_own_languages(tmp_path):
+    raw = tmp_path / "messages"
+    raw.mkdir()
+    for name in ("train", "dev", "test"):
+        for side in ("en", "de"):
+            (raw / f"{name}.{side}").write_text("eins\n")
+    calls = run_recipe(tmp_path, RAW=str(raw), SRC_LANG="en", TGT_LANG="de", TEST_NAME="messages")
+    translate = next(call for call in calls if call[:2] == ["nmtkit", "translate"])
+    assert option(translate, "--input") == str(tmp_path / "data" / "train.en")
+    assert (tmp_path / "data" / "train.de").read_text() == "eins\n"
+    prepare = next(call for call in calls if call[:2] == ["nmtkit", "prepare"])
+    assert (option(prepare, "--src-lang"), option(prepare, "--tgt-lang")) == ("en", "de")
+    assert "distilled.de" in (tmp_path / "data" / "corpora.yaml").read_text()
+    report = next(call for call in calls if call[0] == "python")
+    assert (option(report, "--src"), option(report, "--ref")) == (str(raw / "test.en"), str(raw / "test.de"))
+    assert option(report, "--lang") == "de"
+
+
+def test_another_corpus_needs_its_own_teacher(tmp_path):
+    environment = {**os.environ, "RAW": str(tmp_path), "SRC_LANG": "en", "TGT_LANG": "de", "TEACHER": "",
+                   "DATA": str(tmp_path / "data"), "OUT": str(tmp_path / "runs")}
+    (tmp_path / "train.en").write_text("eins\n")
+    result = subprocess.run(["bash", str(ROOT / "recipes" / "distill" / "run.sh")], env=environment,
+                            capture_output=True, text=True)
+    assert result.returncode == 1 and result.stderr.strip() == "error: RAW needs TEACHER (the Bible teacher is for " \
+        "the Bible data)"
+
+
+def test_a_student_that_starts_from_the_teacher_gets_its_weights_and_needs_its_vocabulary(tmp_path):
+    calls = run_recipe(tmp_path, SHARED_VOCAB="1", STUDENTS="student-3-1 student-tiny")
+    trains = {Path(option(call, "--out")).name: call for call in calls if call[:2] == ["nmtkit", "train"]}
+    assert option(trains["student-3-1-teacher-vocab"], "--init-from") == str(tmp_path / "teacher.pt")
+    assert option(trains["student-3-1-teacher-vocab-original"], "--init-from") == str(tmp_path / "teacher.pt")
+    assert option(trains["student-tiny-teacher-vocab"], "--init-from") is None
+    with pytest.raises(AssertionError, match="student-3-1 starts from the teacher's weights .* SHARED_VOCAB=1"):
+        run_recipe(tmp_path, SHARED_VOCAB="0", STUDENTS="student-3-1")

@@ -1,14 +1,14 @@
 """The distillation recipe's table: every model timed and scored in one run, on the same input and threads.
 
 python recipes/distill/report.py --src test.es --ref test.en --row "LABEL=PATH" [--row ...] [--threads 2]
-    [--lines N] [--filter filter.json] [--out DIR]
+    [--lines N] [--filter filter.json] [--out DIR] [--lang en] [--test-name "Acts, KJV reference"]
 PATH is a checkpoint, several checkpoints separated by spaces (an ensemble), or a directory written by nmtkit
 export. Each model translates --src (its first N lines with --lines N) twice, beam 5 and greedy, with
 `nmtkit translate --threads T`; sentences/s = lines / (the command's wall time - the wall time of the same command
 on the first line alone), so interpreter start and model load are left out, as in benchmarks/translate_speed.py.
-BLEU and chrF (nmtkit evaluate, sacrebleu's defaults) are against --ref. Size: the bytes on disk of the checkpoint
-or of the export directory (subword models included). Prints a Markdown table (the CPU named) and writes
-DIR/results.json.
+BLEU and chrF (nmtkit evaluate --lang LANG: sacrebleu's defaults, the language's tokenizer) are against --ref.
+Size: the bytes on disk of the checkpoint or of the export directory (subword models included). Prints a Markdown
+table (the CPU named) and writes DIR/results.json.
 """
 
 from __future__ import annotations
@@ -36,13 +36,13 @@ def timed(command: list[str], output: Path | None = None) -> float:
     return time.perf_counter() - start
 
 
-def scores(hyp: Path, ref: Path) -> dict:
-    found = json.loads(subprocess.run(["nmtkit", "evaluate", "--hyp", str(hyp), "--ref", str(ref), "--lang", "en",
+def scores(hyp: Path, ref: Path, lang: str) -> dict:
+    found = json.loads(subprocess.run(["nmtkit", "evaluate", "--hyp", str(hyp), "--ref", str(ref), "--lang", lang,
                                        "--json"], capture_output=True, text=True, check=True).stdout)
     return {"bleu": round(found["bleu"]["score"], 2), "chrf": round(found["chrf"]["score"], 2)}
 
 
-def measure(paths: list[Path], src: Path, ref: Path, threads: int, work: Path) -> dict:
+def measure(paths: list[Path], src: Path, ref: Path, threads: int, work: Path, lang: str = "en") -> dict:
     """Size, and per search: sentences/s, BLEU and chrF."""
     models = [arg for path in paths for arg in ("-m", str(path))]
     first = work / "first.src"
@@ -53,7 +53,7 @@ def measure(paths: list[Path], src: Path, ref: Path, threads: int, work: Path) -
         command = ["nmtkit", "--quiet", "translate", *models, *search, "--threads", str(threads), "--input"]
         hyp = work / f"{name.replace(' ', '')}.hyp"
         seconds = timed([*command, str(src)], hyp) - timed([*command, str(first)])
-        result[name] = {"sentences_per_s": round(lines / max(seconds, 1e-3), 1), **scores(hyp, ref)}
+        result[name] = {"sentences_per_s": round(lines / max(seconds, 1e-3), 1), **scores(hyp, ref, lang)}
     return result
 
 
@@ -64,13 +64,14 @@ def cpu_name() -> str:
     return "unknown CPU"
 
 
-def table(rows: dict[str, dict], threads: int, lines: int, filtered: dict | None) -> str:
+def table(rows: dict[str, dict], threads: int, lines: int, filtered: dict | None,
+          test_name: str = "Acts, KJV reference") -> str:
     head = ["| model | MB on disk | BLEU beam 5 | chrF beam 5 | BLEU greedy | sentences/s beam 5 | "
             "sentences/s greedy |", "|---|---|---|---|---|---|---|"]
     body = [f"| {label} | {row['size_mb']} | {row['beam 5']['bleu']} | {row['beam 5']['chrf']} | "
             f"{row['greedy']['bleu']} | {row['beam 5']['sentences_per_s']} | {row['greedy']['sentences_per_s']} |"
             for label, row in rows.items()]
-    notes = [f"\n{lines} test sentences (Acts, KJV reference), {threads} threads, {cpu_name()}."]
+    notes = [f"\n{lines} test sentences ({test_name}), {threads} threads, {cpu_name()}."]
     if filtered:
         notes.append(f"Distilled pairs: {filtered['kept']} of {filtered['read']} kept (removed: "
                      + ", ".join(f"{count} {reason}" for reason, count in filtered["removed"].items()) + ").")
@@ -86,6 +87,8 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=0, help="the first N test lines (0: all)")
     parser.add_argument("--filter", type=Path, help="filter-distilled's JSON report, summarised under the table")
     parser.add_argument("--out", type=Path, default=Path("."))
+    parser.add_argument("--lang", default="en", help="the target language: its BLEU tokenizer (nmtkit evaluate)")
+    parser.add_argument("--test-name", default="Acts, KJV reference", help="what the test set is, under the table")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
@@ -95,13 +98,14 @@ def main() -> None:
             for source, target in ((args.src, src), (args.ref, ref)):
                 kept = source.read_text(encoding="utf-8").splitlines(keepends=True)[: args.lines]
                 target.write_text("".join(kept), encoding="utf-8")
-        rows = {label: measure([Path(path) for path in paths.split()], src, ref, args.threads, work)
+        rows = {label: measure([Path(path) for path in paths.split()], src, ref, args.threads, work,
+                                 args.lang)
                 for label, _, paths in (row.partition("=") for row in args.row)}
         lines = sum(1 for _ in open(src, encoding="utf-8"))
     filtered = json.loads(args.filter.read_text(encoding="utf-8")) if args.filter else None
     (args.out / "results.json").write_text(json.dumps({"threads": args.threads, "cpu": cpu_name(), "lines": lines,
                                                        "models": rows}, indent=2) + "\n", encoding="utf-8")
-    print(table(rows, args.threads, lines, filtered), end="")
+    print(table(rows, args.threads, lines, filtered, args.test_name), end="")
 
 
 if __name__ == "__main__":

@@ -7,20 +7,26 @@
 #   bash recipes/distill/run.sh              (trains the Bible teacher first if it is missing: make recipe-bible)
 #   SMOKE=1 bash recipes/distill/run.sh      minutes end to end: a 2-minute teacher, a few hundred lines
 # Env: TEACHER (runs/bible-es-en/transformer/model.pt; several paths: an ensemble, translated with PyTorch),
-#      STUDENTS (student-6-1 student-tiny: recipes/distill/NAME.yaml), TIME (15m per student), THREADS (0 = all
-#      cores; the speed table always uses 2), DISTILL_ENGINE (int8: the teacher's int8 export translates, the
+#      STUDENTS (student-6-1 student-tiny: recipes/distill/NAME.yaml; one that sets train.init_layers, e.g.
+#      student-3-1, starts from the teacher's weights and needs SHARED_VOCAB=1), TIME (15m per student), THREADS
+#      (0 = all cores; the speed table always uses 2), DISTILL_ENGINE (int8: the teacher's int8 export translates, the
 #      fastest; pytorch: the checkpoint itself), FILTER_ARGS (e.g. "--drop-worst 0.05"), BIBLE (data/bible),
-#      DATA (data/distill-es-en), OUT (runs/distill-es-en), SHARED_VOCAB (0: the students' data trains its own
+#      DATA (data/distill-SRC-TGT), OUT (runs/distill-SRC-TGT), SHARED_VOCAB (0: the students' data trains its own
 #      vocabulary; 1: it is encoded with the teacher's, prepare --subword-model, into $DATA/prepared-teacher-vocab,
 #      the students train into $OUT/NAME-teacher-vocab and the table goes to $OUT/teacher-vocab). Every step is
 #      skipped when its output exists, and the distillation and training resume, so an interrupted recipe continues
 #      where it stopped.
+#      Another corpus (recipes/distill/messages.sh does this for software messages): RAW (a directory with
+#      train/dev/test.SRC and .TGT; default $BIBLE/raw), SRC_LANG (es), TGT_LANG (en), TEACHER (required then),
+#      TEST_NAME (what the test set is, under the table).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 smoke=${SMOKE:-0}
 bible=${BIBLE:-data/bible}
-data=${DATA:-data/distill-es-en}
-out=${OUT:-runs/distill-es-en}
+raw=${RAW:-$bible/raw}
+src=${SRC_LANG:-es} tgt=${TGT_LANG:-en}
+data=${DATA:-data/distill-$src-$tgt}
+out=${OUT:-runs/distill-$src-$tgt}
 threads=${THREADS:-0}
 students=${STUDENTS:-student-6-1 student-tiny}
 engine=${DISTILL_ENGINE:-int8}
@@ -37,7 +43,12 @@ else
 fi
 mkdir -p "$data" "$out" "$tables"
 
-[ -f "$bible/raw/train.es" ] || DATA="$bible" bash "$here/../bible/run.sh" data
+if [ -n "${RAW:-}" ]; then
+  [ -f "$raw/train.$src" ] || { echo "error: $raw/train.$src not found (RAW)" >&2; exit 1; }
+  [ -n "${TEACHER:-}" ] || { echo "error: RAW needs TEACHER (the Bible teacher is for the Bible data)" >&2; exit 1; }
+else
+  [ -f "$raw/train.es" ] || DATA="$bible" bash "$here/../bible/run.sh" data
+fi
 
 # the teacher: given, the Bible recipe's model, or (smoke) a narrow Transformer trained for two minutes: enough
 # updates to write words (a few dozen updates of the recipe's model write nothing but the end of the sentence)
@@ -59,41 +70,55 @@ if [ ${#teachers[@]} -eq 1 ]; then
     --quantization int8 > /dev/null
 fi
 
+starts_from_teacher() {  # a student config that sets train.init_layers starts from the teacher's weights
+  grep -q '^ *init_layers: *[a-z]' "$1"
+}
+for student in $students; do  # checked before the long steps
+  if starts_from_teacher "$here/$student.yaml" && [ -z "$variant" ]; then
+    echo "error: $student starts from the teacher's weights (train.init_layers): it needs the teacher's" \
+      "vocabulary, SHARED_VOCAB=1" >&2
+    exit 1
+  fi
+done
+
 # the source side to distil (smoke: its first lines), the teacher's scored translations, the outliers filtered out
-for side in es en; do
+for side in "$src" "$tgt"; do
   [ -f "$data/train.$side" ] && continue
-  if [ "$lines" -gt 0 ]; then head -n "$lines" "$bible/raw/train.$side" > "$data/train.$side"
-  else cp "$bible/raw/train.$side" "$data/train.$side"; fi
+  if [ "$lines" -gt 0 ]; then head -n "$lines" "$raw/train.$side" > "$data/train.$side"
+  else cp "$raw/train.$side" "$data/train.$side"; fi
 done
 models=()
 for path in "${teachers[@]}"; do models+=(-m "$path"); done
 [ "$engine" = int8 ] && [ ${#teachers[@]} -eq 1 ] && models=(-m "$out/teacher-int8")
 if [ ! -f "$data/distill.summary.json" ]; then
-  nmtkit translate "${models[@]}" --beam 5 --scores --threads "$threads" --input "$data/train.es" \
-    --output "$data/distilled.scored.en" --resume > "$data/distill.summary.part"
+  nmtkit translate "${models[@]}" --beam 5 --scores --threads "$threads" --input "$data/train.$src" \
+    --output "$data/distilled.scored.$tgt" --resume > "$data/distill.summary.part"
   mv "$data/distill.summary.part" "$data/distill.summary.json"
 fi
 # shellcheck disable=SC2086  # FILTER_ARGS are words
-nmtkit filter-distilled --src "$data/train.es" --hyp "$data/distilled.scored.en" --out-src "$data/distilled.es" \
-  --out-tgt "$data/distilled.en" --report "$data/filter.json" ${FILTER_ARGS:-} > /dev/null
+nmtkit filter-distilled --src "$data/train.$src" --hyp "$data/distilled.scored.$tgt" \
+  --out-src "$data/distilled.$src" --out-tgt "$data/distilled.$tgt" --report "$data/filter.json" \
+  ${FILTER_ARGS:-} > /dev/null
 
 # one data directory, one vocabulary (its own, or the teacher's with SHARED_VOCAB=1): the distilled pairs and the
 # original pairs as two named corpora
 cat > "$data/corpora.yaml" <<EOF
-- {name: original, src: train.es, tgt: train.en, dev: [$(realpath "$bible/raw/dev.es"), $(realpath "$bible/raw/dev.en")]}
-- {name: distilled, src: distilled.es, tgt: distilled.en}
+- {name: original, src: train.$src, tgt: train.$tgt, dev: [$(realpath "$raw/dev.$src"), $(realpath "$raw/dev.$tgt")]}
+- {name: distilled, src: distilled.$src, tgt: distilled.$tgt}
 EOF
 vocabulary=(--vocab-size "$vocab")
 [ -n "$variant" ] && vocabulary=(--subword-model "${teachers[0]}")  # an ensemble's members share theirs
-[ -f "$prepared/manifest.json" ] || nmtkit prepare --corpora "$data/corpora.yaml" --src-lang es \
-  --tgt-lang en "${vocabulary[@]}" --out "$prepared" > /dev/null
+[ -f "$prepared/manifest.json" ] || nmtkit prepare --corpora "$data/corpora.yaml" --src-lang "$src" \
+  --tgt-lang "$tgt" "${vocabulary[@]}" --out "$prepared" > /dev/null
 
 train() {  # train NAME CONFIG MIX: a student for $time on the corpora of MIX, exported to int8 with a shortlist
-  local name=$1 config=$2 mix=$3 resume=()
+  local name=$1 config=$2 mix=$3 resume=() init=()
   [ -f "$out/$name/last.pt" ] && resume=(--resume)
+  starts_from_teacher "$config" && init=(--init-from "${teachers[0]}")
   if [ ! -f "$out/$name/train.summary.json" ]; then
     nmtkit train --data "$prepared" --config "$config" --out "$out/$name" "${resume[@]}" --max-time "$time" \
-      --threads "$threads" --set "train.stages=[{mix: $mix}]" "${quick[@]}" > "$out/$name/train.summary.part"
+      "${init[@]}" --threads "$threads" --set "train.stages=[{mix: $mix}]" "${quick[@]}" \
+      > "$out/$name/train.summary.part"
     mv "$out/$name/train.summary.part" "$out/$name/train.summary.json"
   fi
   [ -f "$out/$name-int8/nmtkit.json" ] || nmtkit export -m "$out/$name/model.pt" --out "$out/$name-int8" \
@@ -112,5 +137,6 @@ rows=(--row "teacher (PyTorch)=$teacher")
 [ ${#teachers[@]} -eq 1 ] && rows+=(--row "teacher int8=$out/teacher-int8")
 for student in $students; do rows+=(--row "$student$variant int8 + shortlist=$out/$student$variant-int8"); done
 rows+=(--row "$first$variant int8 + shortlist, original data only=$out/$first$variant-original-int8")
-python "$here/report.py" --src "$bible/raw/test.es" --ref "$bible/raw/test.en" --lines "$test_lines" \
-  --filter "$data/filter.json" --out "$tables" "${rows[@]}" | tee "$tables/results.md"
+python "$here/report.py" --src "$raw/test.$src" --ref "$raw/test.$tgt" --lines "$test_lines" --lang "$tgt" \
+  --test-name "${TEST_NAME:-Acts, KJV reference}" --filter "$data/filter.json" --out "$tables" "${rows[@]}" \
+  | tee "$tables/results.md"
