@@ -91,16 +91,17 @@ def _check_tags(corpora: list[Corpus], subword: Subword) -> None:
 
 
 def _write_split(name: str, corpora: list[Corpus], config: DataConfig, stats: list[FilterStats],
-                 out: Path, masking: TrainingMasking) -> list[int]:
-    """`{name}.{src,tgt}.txt`: every corpus' lines in turn (train filtered and masked), streamed; the lines of each
-    corpus."""
+                 out: Path, masking: TrainingMasking, learn: bool) -> list[int]:
+    """`{name}.{src,tgt}.txt`: every corpus' lines in turn (train filtered and masked; unmasked too when a subword
+    model is to be `learn`t), streamed; the lines of each corpus."""
     counts = []
     with open(out / f"{name}.src.txt", "w", encoding="utf-8") as src, \
-            open(out / f"{name}.tgt.txt", "w", encoding="utf-8") as tgt:
+            open(out / f"{name}.tgt.txt", "w", encoding="utf-8") as tgt, \
+            masking.unmasked(out, learn and name == "train") as originals:
         for corpus, corpus_stats in zip(corpora, stats):
             with naming(corpus):
                 if name == "train":
-                    pairs = masking.pairs(filter_pairs(corpus.splits[name].pairs(), config, corpus_stats))
+                    pairs = masking.pairs(filter_pairs(corpus.splits[name].pairs(), config, corpus_stats), originals)
                 else:
                     pairs = corpus.splits[name].pairs() if name in corpus.splits else iter(())
                 counts.append(write_pairs(pairs, src, tgt))
@@ -117,7 +118,7 @@ def _write_corpora(corpora: list[Corpus], out: Path, config: DataConfig, langs: 
     masking = TrainingMasking.of(config)
     stats = [_measure(corpus) for corpus in corpora]
     split_names = [name for name in SPLITS if any(name in corpus.splits for corpus in corpora)]
-    counts = {name: _write_split(name, corpora, config, stats, out, masking) for name in split_names}
+    counts = {name: _write_split(name, corpora, config, stats, out, masking, subwords is None) for name in split_names}
     for corpus, corpus_stats in zip(corpora, stats):
         report_filters(f"train {corpus.name}", corpus_stats)
         if not corpus_stats.kept:
@@ -126,6 +127,7 @@ def _write_corpora(corpora: list[Corpus], out: Path, config: DataConfig, langs: 
     multilingual = corpora[0].src_lang is not None
     models = keep_subwords(out, subwords) if subwords is not None else \
         _train_joint(out, sum(counts["train"]), config, [symbol for symbol, _ in _tags(corpora)], masking.symbols)
+    masking.drop_unmasked(out)
     manifest = _manifest(corpora, config, models, stats, counts, langs) | \
         {"placeholders": masking.record(config.placeholders)}
     manifest["subword"]["reused"] = subwords is not None
@@ -144,7 +146,7 @@ def _train_joint(out: Path, kept: int, config: DataConfig, tags: list[str],
                  placeholder_symbols: list[str]) -> tuple[Subword, Subword]:
     """One SentencePiece model for both sides, trained on the corpora's kept pairs with their tags (control
     symbols) and placeholder symbols, written to `out`."""
-    model = train_subword(subword_sample([out / "train.src.txt", out / "train.tgt.txt"], 2 * kept, config), config,
+    model = train_subword(subword_sample(TrainingMasking.subword_texts(out), 2 * kept, config), config,
                           config.vocab_size, tags, placeholder_symbols)
     (out / "spm.model").write_bytes(model.proto)
     return model, model
