@@ -17,7 +17,8 @@ from typing import Annotated
 import typer
 
 from nmtkit.cli_options import ConfigValues, config_options
-from nmtkit.config import DataConfig, DecodeConfig, TrainConfig, help_for, parse_duration
+from nmtkit.config import DataConfig, DecodeConfig, TrainConfig, help_for
+from nmtkit.config_values import parse_duration
 from nmtkit.data.distilled_config import DistillFilterConfig
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate_config import EvaluateConfig
@@ -321,7 +322,7 @@ def serve(
 
     Concurrent requests are translated together; SIGTERM or Ctrl-C answers the requests received and exits 0.
     Decoding settings not given here are the model's own (its config's decode section)."""
-    from nmtkit.config import from_dict
+    from nmtkit.config_values import from_dict
     from nmtkit.serve.app import serve_model
 
     sections = _sections({"serve": settings, "decode": decode}, overrides)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from nmtkit.config import DataConfig, from_dict, to_dict
+from nmtkit.config import DataConfig, to_dict
+from nmtkit.config_values import from_dict
 from nmtkit.errors import NmtkitError
 
 

@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from nmtkit.config import check_numbers, option
+from nmtkit.config import option
+from nmtkit.config_values import check_numbers
 from nmtkit.errors import NmtkitError
 
 LANGUAGE_CODE = re.compile(r"[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,4})*")  # zh, yue, zh_CN, zh-Hant, es-419

@@ -7,7 +7,8 @@ below them holds the dataclasses, YAML and overrides.
 from __future__ import annotations
 
 import nmtkit.models  # noqa: F401  (registers the built-in models)
-from nmtkit.config import Config, from_dict
+from nmtkit.config import Config
+from nmtkit.config_values import from_dict
 from nmtkit.errors import NmtkitError
 from nmtkit.registry import get_model
 

@@ -16,7 +16,8 @@ import yaml
 from scripts import ROOT, load_script, recipe_path
 from test_messages import mo_bytes
 
-from nmtkit.config import StageConfig, from_dict
+from nmtkit.config import StageConfig
+from nmtkit.config_values import from_dict
 from nmtkit.data.corpora import read_corpora
 from nmtkit.placeholders import load_patterns
 

@@ -7,16 +7,9 @@ import dataclasses
 
 import pytest
 
-from nmtkit.config import (
-    DataConfig,
-    DecodeConfig,
-    TrainConfig,
-    check_numbers,
-    from_dict,
-    help_for,
-    option,
-)
+from nmtkit.config import DataConfig, DecodeConfig, TrainConfig, help_for, option
 from nmtkit.config_files import apply_overrides, data_config, load_yaml, merge_flags
+from nmtkit.config_values import check_numbers, from_dict
 from nmtkit.errors import NmtkitError
 from nmtkit.run_config import build_config
 

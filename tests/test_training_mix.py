@@ -16,7 +16,8 @@ import pytest
 from cli_runner import nmtkit
 from training_runs import TINY_MODEL, copy_task, records, wait_for_step
 
-from nmtkit.config import DataConfig, TrainConfig, from_dict
+from nmtkit.config import DataConfig, TrainConfig
+from nmtkit.config_values import from_dict
 from nmtkit.data.corpora import corpus_ranges, read_corpora
 from nmtkit.data.dataset import ParallelData, TokenArray
 from nmtkit.data.prepare_corpora import prepare_corpora

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nmtkit.config import check_numbers, option
+from nmtkit.config import option
+from nmtkit.config_values import check_numbers
 from nmtkit.errors import NmtkitError
 
 

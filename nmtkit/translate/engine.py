@@ -9,7 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from nmtkit.config import DecodeConfig, from_dict, to_dict
+from nmtkit.config import DecodeConfig, to_dict
+from nmtkit.config_values import from_dict
 from nmtkit.data.subword import Subword
 from nmtkit.data.tags import tag_ids
 from nmtkit.errors import NmtkitError

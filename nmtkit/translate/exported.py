@@ -7,7 +7,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nmtkit.config import DecodeConfig, from_dict
+from nmtkit.config import DecodeConfig
+from nmtkit.config_values import from_dict
 from nmtkit.data.subword import Subword
 from nmtkit.errors import NmtkitError
 
