@@ -179,6 +179,8 @@ class TrainConfig:
                                          "(needs a checkpoint with training state, e.g. last.pt)")
     init_layers: str = option("", "with init_from: a model of other depths (a student) starts from its layers: spread "
                                   "(evenly spaced, first and last kept) or 'encoder:0,1,2 decoder:2'")
+    init_width: str = option("", "with init_from: a narrower Transformer (a student) starts from its weights: prune "
+                                 "(keeps channels, whole heads and the strongest feed-forward neurons)")
 
 
 @dataclass

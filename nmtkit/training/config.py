@@ -80,6 +80,10 @@ def check_train_config(train) -> None:
     if train.init_layers and not train.init_from:
         raise NmtkitError("train.init_layers maps the layers of the checkpoint a run starts from: give --init-from "
                           "(or train.init_layers= for random weights)")
+    if train.init_width not in ("", "prune"):
+        raise NmtkitError(f"train.init_width is prune (or empty), got {train.init_width!r}")
+    if train.init_width and not train.init_from:
+        raise NmtkitError("train.init_width prunes the checkpoint a run starts from: give --init-from")
     check_stages(train)
     if train.compile and train.scheduled_sampling > 0:
         raise NmtkitError("train.compile does not combine with train.scheduled_sampling (the decoder unrolled step by "

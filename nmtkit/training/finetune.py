@@ -9,7 +9,8 @@ A student of another depth starts from a teacher's weights with `train.init_laye
 Shleifer & Rush 2020): each student layer is a copy of one teacher layer, every other weight (embeddings, final
 norms, output layer) is the teacher's. `spread` picks the teacher layers evenly, the first and the last kept (3 -> 1
 takes layer 0, as DistilBART's table does; 6 -> 2 takes 0 and 5; a deeper student repeats layers: 3 -> 6 takes
-0 0 1 1 2 2); `encoder:0,1,2 decoder:2` names them.
+0 0 1 1 2 2); `encoder:0,1,2 decoder:2` names them. A narrower student (`train.init_width: prune`) keeps some of
+each layer's channels, heads and neurons (`nmtkit.training.prune`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from nmtkit.checkpoint_file import load_checkpoint
 from nmtkit.data.subword import Subword
 from nmtkit.errors import NmtkitError
+from nmtkit.training.prune import WIDTHS, pruned_weights, width_summary
 
 # model settings that do not change the weights' shapes
 CHANGEABLE = frozenset({"dropout", "attention_dropout", "activation_dropout"})
@@ -28,10 +30,12 @@ STACKS = {"encoder": "encoder_layers", "decoder": "decoder_layers"}
 LAYER_KEY = re.compile(r"^(encoder|decoder)\.([0-9]+)\.(.*)$")
 
 
-def model_differences(saved: dict, wanted: dict, depths_may_differ: bool = False) -> list[str]:
+def model_differences(saved: dict, wanted: dict, depths_may_differ: bool = False,
+                      widths_may_differ: bool = False) -> list[str]:
     """`key: saved -> wanted` for each architecture setting that differs (dropout may differ; the depths too with
-    `depths_may_differ`)."""
-    keys = sorted((set(saved) | set(wanted)) - CHANGEABLE - (set(STACKS.values()) if depths_may_differ else set()))
+    `depths_may_differ`, d_model, heads and ffn with `widths_may_differ`)."""
+    free = (set(STACKS.values()) if depths_may_differ else set()) | (set(WIDTHS) if widths_may_differ else set())
+    keys = sorted((set(saved) | set(wanted)) - CHANGEABLE - free)
     return [f"{key}: {saved.get(key)!r} -> {wanted.get(key)!r}" for key in keys if saved.get(key) != wanted.get(key)]
 
 
@@ -80,22 +84,27 @@ def mapped_weights(weights: dict, maps: dict[str, list[int]]) -> dict:
 
 
 def check_start(payload: dict, path: str | Path, subwords: tuple[Subword, Subword], model_config: dict,
-                data_dir: Path, init_layers: str = "") -> dict:
+                data_dir: Path, init_layers: str = "", init_width: str = "") -> dict:
     """The checkpoint to start from, checked against the new run's vocabularies and architecture; with
-    `init_layers`, its weights mapped onto a model of other depths."""
+    `init_layers`, its weights mapped onto a model of other depths; with `init_width`, pruned to its widths."""
     saved = payload["subword"]
     if (saved["src"], saved["tgt"]) != (subwords[0].proto, subwords[1].proto):
         raise NmtkitError(f"{path} was trained with other subword vocabularies than {data_dir}; prepare the new data "
                           f"with its vocabulary: nmtkit prepare --subword-model {path} ...")
     saved_model = payload["config"]["model"]
-    differences = model_differences(saved_model, model_config, bool(init_layers))
+    differences = model_differences(saved_model, model_config, bool(init_layers), bool(init_width))
     if differences:
+        hints = ([] if init_layers else ["a student of other depths: train.init_layers=spread"]) + \
+            ([] if init_width else ["a narrower one: train.init_width=prune"])
         raise NmtkitError(f"{path} has another architecture than this run ({'; '.join(differences)}); fine-tune "
                           "with its model settings (leave the model section out of --config)"
-                          + ("" if init_layers else "; a student of other depths: train.init_layers=spread"))
+                          + "".join(f"; {hint}" for hint in hints))
     if init_layers:
         maps = layer_maps(init_layers, saved_model, model_config)
         payload = {**payload, "model": mapped_weights(payload["model"], maps), "layer_maps": maps}
+    if init_width:
+        payload = {**payload, "model": pruned_weights(payload["model"], saved_model, model_config),
+                   "widths": width_summary(saved_model, model_config)}
     return payload
 
 

@@ -116,12 +116,13 @@ class Checkpoints:
         train.init_optimizer, its optimizer state and schedule position); the step count, epochs and budgets start
         from zero."""
         setup, init_optimizer = self.setup, self.setup.config.train.init_optimizer
-        init_layers = setup.config.train.init_layers
-        if init_layers and init_optimizer:
-            raise NmtkitError("train.init_layers starts a model of other depths: its optimizer state cannot "
-                              "continue (leave train.init_optimizer out)")
+        init_layers, init_width = setup.config.train.init_layers, setup.config.train.init_width
+        if (init_layers or init_width) and init_optimizer:
+            raise NmtkitError(f"train.init_{'layers' if init_layers else 'width'} starts a model of other "
+                              f"{'depths' if init_layers else 'widths'}: its optimizer state cannot continue (leave "
+                              "train.init_optimizer out)")
         payload = check_start(start or read_start(path), path, setup.subwords,
-                              dataclasses.asdict(setup.config.model), setup.data_dir, init_layers)
+                              dataclasses.asdict(setup.config.model), setup.data_dir, init_layers, init_width)
         try:
             setup.model.load_state_dict(payload["model"])
         except RuntimeError as error:  # a model whose layers are not `encoder.N.` / `decoder.N.` modules
@@ -132,6 +133,8 @@ class Checkpoints:
         if "layer_maps" in payload:
             log.info("student layers from the checkpoint's: %s", "; ".join(
                 f"{stack} {' '.join(map(str, layers))}" for stack, layers in payload["layer_maps"].items()))
+        if "widths" in payload:
+            log.info("student widths pruned from the checkpoint's: %s", payload["widths"])
         if init_optimizer:
             state = payload.get("train_state")
             if state is None:

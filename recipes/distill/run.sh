@@ -70,8 +70,8 @@ if [ ${#teachers[@]} -eq 1 ]; then
     --quantization int8 > /dev/null
 fi
 
-starts_from_teacher() {  # a student config that sets train.init_layers starts from the teacher's weights
-  grep -q '^ *init_layers: *[a-z]' "$1"
+starts_from_teacher() {  # a student config that sets train.init_layers or init_width starts from the teacher's weights
+  grep -Eq '^ *init_(layers|width): *[a-z]' "$1"
 }
 for student in $students; do  # checked before the long steps
   if starts_from_teacher "$here/$student.yaml" && [ -z "$variant" ]; then
