@@ -159,3 +159,15 @@ def test_a_student_that_starts_from_the_teacher_gets_its_weights_and_needs_its_v
     assert option(trains["student-tiny-teacher-vocab"], "--init-from") is None
     with pytest.raises(AssertionError, match="student-3-1 starts from the teacher's weights .* SHARED_VOCAB=1"):
         run_recipe(tmp_path, SHARED_VOCAB="0", STUDENTS="student-3-1")
+
+
+def test_a_pruned_student_starts_from_the_student_its_init_from_line_names(tmp_path):
+    calls = run_recipe(tmp_path, SHARED_VOCAB="1", STUDENTS="student-3-1 student-3-1-d128")
+    trains = {Path(option(call, "--out")).name: call for call in calls if call[:2] == ["nmtkit", "train"]}
+    assert list(trains) == ["student-3-1-teacher-vocab", "student-3-1-d128-teacher-vocab",
+                            "student-3-1-teacher-vocab-original"]
+    assert option(trains["student-3-1-d128-teacher-vocab"], "--init-from") == \
+        str(tmp_path / "runs" / "student-3-1-teacher-vocab" / "model.pt")
+    with pytest.raises(AssertionError, match="student-3-1-d128 starts from student-3-1 .* put student-3-1 before it"):
+        (tmp_path / "alone").mkdir()
+        run_recipe(tmp_path / "alone", SHARED_VOCAB="1", STUDENTS="student-3-1-d128")

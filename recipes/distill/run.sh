@@ -7,8 +7,9 @@
 #   bash recipes/distill/run.sh              (trains the Bible teacher first if it is missing: make recipe-bible)
 #   SMOKE=1 bash recipes/distill/run.sh      minutes end to end: a 2-minute teacher, a few hundred lines
 # Env: TEACHER (runs/bible-es-en/transformer/model.pt; several paths: an ensemble, translated with PyTorch),
-#      STUDENTS (student-6-1 student-tiny: recipes/distill/NAME.yaml; one that sets train.init_layers, e.g.
-#      student-3-1, starts from the teacher's weights and needs SHARED_VOCAB=1), TIME (15m per student), THREADS
+#      STUDENTS (student-6-1 student-tiny: recipes/distill/NAME.yaml; one that sets train.init_layers or init_width,
+#      e.g. student-3-1, starts from the teacher's weights, and one with a "# init-from: NAME" line from that
+#      student's, trained before it, e.g. student-3-1-d128; both need SHARED_VOCAB=1), TIME (15m per student), THREADS
 #      (0 = all cores; the speed table always uses 2), DISTILL_ENGINE (int8: the teacher's int8 export translates, the
 #      fastest; pytorch: the checkpoint itself), FILTER_ARGS (e.g. "--drop-worst 0.05"), BIBLE (data/bible),
 #      DATA (data/distill-SRC-TGT), OUT (runs/distill-SRC-TGT), SHARED_VOCAB (0: the students' data trains its own
@@ -70,15 +71,31 @@ if [ ${#teachers[@]} -eq 1 ]; then
     --quantization int8 > /dev/null
 fi
 
-starts_from_teacher() {  # a student config that sets train.init_layers or init_width starts from the teacher's weights
-  grep -Eq '^ *init_(layers|width): *[a-z]' "$1"
+parent_student() {  # the student a config names on its "# init-from: NAME" line (it starts from that one's weights)
+  sed -n 's/^# init-from: *\([A-Za-z0-9_.-]*\).*/\1/p' "$1"
 }
+starts_from() {  # the checkpoint a student config starts from: its parent student's (trained before it), the
+  # teacher's when it sets train.init_layers or train.init_width, none otherwise
+  local parent
+  parent=$(parent_student "$1")
+  if [ -n "$parent" ]; then echo "$out/$parent$variant/model.pt"
+  elif grep -Eq '^ *init_(layers|width): *[a-z]' "$1"; then echo "${teachers[0]}"; fi
+}
+before=" "
 for student in $students; do  # checked before the long steps
-  if starts_from_teacher "$here/$student.yaml" && [ -z "$variant" ]; then
-    echo "error: $student starts from the teacher's weights (train.init_layers): it needs the teacher's" \
-      "vocabulary, SHARED_VOCAB=1" >&2
+  config=$here/$student.yaml parent=""
+  [ -f "$config" ] || { echo "error: no student config $config (STUDENTS)" >&2; exit 1; }
+  if [ -n "$(starts_from "$config")" ] && [ -z "$variant" ]; then
+    echo "error: $student starts from the teacher's weights (train.init_layers/init_width): it needs the" \
+      "teacher's vocabulary, SHARED_VOCAB=1" >&2
     exit 1
   fi
+  parent=$(parent_student "$config")
+  if [ -n "$parent" ] && [ ! -f "$(starts_from "$config")" ] && [[ "$before" != *" $parent "* ]]; then
+    echo "error: $student starts from $parent (its '# init-from' line): put $parent before it in STUDENTS" >&2
+    exit 1
+  fi
+  before="$before$student "
 done
 
 # the source side to distil (smoke: its first lines), the teacher's scored translations, the outliers filtered out
@@ -112,9 +129,10 @@ vocabulary=(--vocab-size "$vocab")
   --tgt-lang "$tgt" "${vocabulary[@]}" --out "$prepared" > /dev/null
 
 train() {  # train NAME CONFIG MIX: a student for $time on the corpora of MIX, exported to int8 with a shortlist
-  local name=$1 config=$2 mix=$3 resume=() init=()
+  local name=$1 config=$2 mix=$3 resume=() init=() parent
   [ -f "$out/$name/last.pt" ] && resume=(--resume)
-  starts_from_teacher "$config" && init=(--init-from "${teachers[0]}")
+  parent=$(starts_from "$config")
+  [ -n "$parent" ] && init=(--init-from "$parent")
   if [ ! -f "$out/$name/train.summary.json" ]; then
     nmtkit train --data "$prepared" --config "$config" --out "$out/$name" "${resume[@]}" --max-time "$time" \
       "${init[@]}" --threads "$threads" --set "train.stages=[{mix: $mix}]" "${quick[@]}" \
