@@ -208,7 +208,7 @@ def file_name(tool: str, search: str) -> str:
 def nmtkit_command(args: argparse.Namespace, source: Path, search: str, model: Path | None = None) -> list[str]:
     mode = ["--greedy"] if search == "greedy" else ["--beam", str(args.beam), "--length-penalty", "average"]
     mode += ["--bf16"] if search.endswith(REDUCED) else []
-    workers = ["--inter-threads", str(args.inter_threads)] if model is not None and args.inter_threads > 1 else []
+    workers = ["--inter-threads", str(args.inter_threads)] if model is not None else []
     return [sys.executable, "-m", "nmtkit", "-q", "translate", "--model", str(model or args.model), "--input",
             str(source), "--threads", str(args.threads), "--device", "cpu"] + workers + mode
 

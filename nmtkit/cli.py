@@ -33,7 +33,7 @@ _debug = False
 Files = Annotated[Path | None, typer.Option(dir_okay=False)]
 Overrides = Annotated[list[str] | None, typer.Option("--set", help="override a config key: section.key=value")]
 INTER_THREADS_HELP = ("an exported model (CTranslate2): search N batches at once, each with threads/N threads and "
-                      "batch_tokens/N tokens (at least 1)")
+                      "batch_tokens/N tokens; 0: one batch a thread on a CPU, one at a time on a GPU")
 
 
 def handle_errors(command):
@@ -209,7 +209,7 @@ def translate(
     bf16: Annotated[bool, typer.Option("--bf16", help="bfloat16 (GPUs; CPUs with AVX512-BF16/AMX)")] = False,
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N")] = "auto",
     threads: Annotated[int, typer.Option(help="CPU threads (0 = all cores)")] = 0,
-    inter_threads: Annotated[int, typer.Option(help=INTER_THREADS_HELP)] = 1,
+    inter_threads: Annotated[int, typer.Option(help=INTER_THREADS_HELP)] = 0,
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="write the translations to this file, chunk by chunk, with progress on stderr; "
                                "prints a JSON summary", dir_okay=False)] = None,
@@ -315,7 +315,7 @@ def serve(
     decode: ConfigValues,
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N")] = "auto",
     threads: Annotated[int, typer.Option(help="CPU threads (0 = all cores)")] = 0,
-    inter_threads: Annotated[int, typer.Option(help=INTER_THREADS_HELP)] = 1,
+    inter_threads: Annotated[int, typer.Option(help=INTER_THREADS_HELP)] = 0,
     overrides: Overrides = None,
 ) -> None:
     """Serve translations over HTTP: POST /translate {"sentences": [...]} -> {"translations": [...]}, GET /health.

@@ -331,8 +331,12 @@ def test_batches_searched_at_once_translate_as_one_at_a_time(pre_norm, decode):
     assert translator.translate_nbest(lines) == alone
     with pytest.raises(NmtkitError, match="applies to a directory written by nmtkit export"):
         Translator.load(checkpoint, inter_threads=2)
-    with pytest.raises(NmtkitError, match="at least 1"):
-        Translator.load(directory, inter_threads=0)
+    with pytest.raises(NmtkitError, match="at least 0"):
+        Translator.load(directory, inter_threads=-1)
+    default = Translator.load(directory, device="cpu", threads=2).engine.model  # one worker a thread on a CPU
+    assert (default.inter_threads, default.intra_threads, default.translator.num_translators) == (2, 1, 2)
+    assert Translator.load(checkpoint, threads=1).translate(["h g f"]) == Translator.load(
+        checkpoint, threads=1, inter_threads=1).translate(["h g f"])  # a checkpoint: 0 and 1 are its one process
 
 
 def test_the_batch_sweep_benchmark_times_every_size(pre_norm):

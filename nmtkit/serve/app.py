@@ -290,7 +290,7 @@ async def serve_until_stopped(translator: Translator, config: ServeConfig) -> No
         await runner.cleanup()
 
 
-def serve_model(model: Path, config: ServeConfig, device: str = "auto", threads: int = 0, inter_threads: int = 1,
+def serve_model(model: Path, config: ServeConfig, device: str = "auto", threads: int = 0, inter_threads: int = 0,
                 **decode) -> None:
     """Load `model` (a checkpoint or an exported directory, see `Translator.load`) and serve it until stopped."""
     translator = Translator.load(model, device, threads, inter_threads=inter_threads, **decode)

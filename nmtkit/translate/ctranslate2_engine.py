@@ -165,7 +165,14 @@ def load_engine(directory: Path, device: str, threads: int, inter_threads: int, 
 
 
 class CTranslate2Model:
-    """A loaded CTranslate2 translator, called with nmtkit's subword ids as its pieces."""
+    """A loaded CTranslate2 translator, called with nmtkit's subword ids as its pieces.
+
+    On a CPU it runs one worker of one thread per thread by default (`inter_threads` 0): CTranslate2 spreads every
+    operation of a search over its intra-op threads, and for the few rows of a decoding step the threads' wake-ups
+    cost more than they share. Measured on a 2-core Intel Xeon (family 6 model 207, int8 export of the messages
+    teacher, beam 5): one thread searched a batch of 1, 8, 64 and 256 messages in 8, 48, 454 and 3,704 ms, two
+    threads in 90, 267, 522 and 4,072 ms; the 1,000 test messages took 11.0-11.9 s with one worker of two threads
+    and 3.4-3.8 s with two of one (docs/export-serve.md)."""
 
     def __init__(self, exported: ExportedModel, device: str, threads: int, inter_threads: int):
         import ctranslate2
@@ -176,13 +183,14 @@ class CTranslate2Model:
         self.tgt_ids = {piece: index for index, piece in enumerate(self.tgt_pieces)}
         self.eos_piece = tgt.id_to_piece(EOS)
         self.device, index = ct2_device(device)
-        if inter_threads < 1:
-            raise NmtkitError(f"--inter-threads must be at least 1 (got {inter_threads})")
-        self.inter_threads = inter_threads
-        self.intra_threads = max(1, (threads if threads > 0 else os.cpu_count() or 1) // inter_threads)
+        if inter_threads < 0:
+            raise NmtkitError(f"--inter-threads must be at least 0 (got {inter_threads})")
+        total = threads if threads > 0 else os.cpu_count() or 1
+        self.inter_threads = inter_threads or (total if self.device == "cpu" else 1)
+        self.intra_threads = max(1, total // self.inter_threads)
         try:
             self.translator = ctranslate2.Translator(str(exported.directory), device=self.device, device_index=index,
-                                                     inter_threads=inter_threads, intra_threads=self.intra_threads)
+                                                     inter_threads=self.inter_threads, intra_threads=self.intra_threads)
         except (RuntimeError, ValueError) as error:
             raise NmtkitError(f"CTranslate2 cannot load {exported.directory}: {error}") from error
 

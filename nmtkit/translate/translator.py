@@ -59,7 +59,7 @@ def engine_for(paths: list[Path], device: str, threads: int | None, average: int
             raise NmtkitError("an exported directory translates alone: no ensemble, no --average")
         from nmtkit.translate.ctranslate2_engine import load_engine
         return load_engine(paths[0], device, threads or 0, inter_threads, decode)
-    if inter_threads != 1:
+    if inter_threads > 1:
         raise NmtkitError("--inter-threads applies to a directory written by nmtkit export (CTranslate2); a "
                           "checkpoint uses --threads")
     from nmtkit.translate.torch_engine import load_engine
@@ -78,11 +78,12 @@ class Translator:
 
     @classmethod
     def load(cls, path: str | Path | list[str | Path], device: str = "auto", threads: int | None = None,
-             average: int = 0, inter_threads: int = 1, **decode) -> Translator:
+             average: int = 0, inter_threads: int = 0, **decode) -> Translator:
         """A Translator for a checkpoint (a list of several: an ensemble) or a directory written by `nmtkit export`
         (by CTranslate2). Keyword options are DecodeConfig fields (beam=5, ...) over the model's own; `threads` CPU
         threads (0: all; None: torch's as it is); `average` N averages the run's last N checkpoint_<step>.pt;
-        `inter_threads` N (exports only) searches N batches at once, with threads/N threads each."""
+        `inter_threads` N (exports only) searches N batches at once, with threads/N threads each (0: one batch a
+        thread on a CPU, see `CTranslate2Model`)."""
         paths = [Path(item) for item in (path if isinstance(path, (list, tuple)) else [path])]
         return cls(engine_for(paths, device, threads, average, inter_threads, decode))
 
