@@ -24,11 +24,11 @@ import torch
 from torch import Tensor
 
 from nmtkit.errors import NmtkitError
+from nmtkit.models.transformer import GATED
 
 ATTENTION = re.compile(r"^(.*attention)\.(query|key|value|out)\.(weight|bias)$")
 FEED_FORWARD = re.compile(r"^(.*feed_forward)\.(inner|outer)\.(weight|bias)$")
 WIDTHS = ("d_model", "heads", "ffn")
-GATED = ("reglu", "geglu", "swiglu")  # nmtkit.models.transformer.GATED
 
 
 def hidden_channels(teacher: int, student: int) -> Tensor:

@@ -6,17 +6,16 @@
 # recipes/distill/report.py then times and scores every model in one run: recipes/distill/README.md.
 #   bash recipes/distill/run.sh              (trains the Bible teacher first if it is missing: make recipe-bible)
 #   SMOKE=1 bash recipes/distill/run.sh      minutes end to end: a 2-minute teacher, a few hundred lines
-# Env: TEACHER (runs/bible-es-en/transformer/model.pt; several paths: an ensemble, translated with PyTorch),
-#      STUDENTS (student-6-1 student-tiny: recipes/distill/NAME.yaml; one that sets train.init_layers or init_width,
-#      e.g. student-3-1, starts from the teacher's weights, and one with a "# init-from: NAME" line from that
-#      student's, trained before it, e.g. student-3-1-d128; both need SHARED_VOCAB=1), TIME (15m per student), THREADS
-#      (0 = all cores; the speed table always uses 2), DISTILL_ENGINE (int8: the teacher's int8 export translates, the
-#      fastest; pytorch: the checkpoint itself), FILTER_ARGS (e.g. "--drop-worst 0.05"), BIBLE (data/bible),
-#      DATA (data/distill-SRC-TGT), OUT (runs/distill-SRC-TGT), SHARED_VOCAB (0: the students' data trains its own
-#      vocabulary; 1: it is encoded with the teacher's, prepare --subword-model, into $DATA/prepared-teacher-vocab,
-#      the students train into $OUT/NAME-teacher-vocab and the table goes to $OUT/teacher-vocab). Every step is
-#      skipped when its output exists, and the distillation and training resume, so an interrupted recipe continues
-#      where it stopped.
+# Env: TEACHER (runs/bible-es-en/transformer/model.pt; several paths: an ensemble, translated with PyTorch), STUDENTS
+#      (student-6-1 student-tiny: recipes/distill/NAME.yaml; one that sets train.init_layers or init_width, e.g.
+#      student-3-1, starts from the teacher's weights, and one with a "# init-from: NAME" line from that student's,
+#      trained before it, e.g. student-3-1-d128; both need SHARED_VOCAB=1), TIME (15m per student), THREADS (0 = all
+#      cores; the speed table always uses 2), DISTILL_ENGINE (int8: the teacher's int8 export translates, the fastest;
+#      pytorch: the checkpoint itself), FILTER_ARGS (e.g. "--drop-worst 0.05"), BIBLE (data/bible), DATA
+#      (data/distill-SRC-TGT), OUT (runs/distill-SRC-TGT), SHARED_VOCAB (0: the students' data trains its own
+#      vocabulary; 1: it is encoded with the teacher's, prepare --subword-model, into $DATA/prepared-teacher-vocab, the
+#      students train into $OUT/NAME-teacher-vocab and the table goes to $OUT/teacher-vocab). Every step is skipped when
+#      its output exists, and the distillation and training resume, so an interrupted recipe continues where it stopped.
 #      Another corpus (recipes/distill/messages.sh does this for software messages): RAW (a directory with
 #      train/dev/test.SRC and .TGT; default $BIBLE/raw), SRC_LANG (es), TGT_LANG (en), TEACHER (required then),
 #      TEST_NAME (what the test set is, under the table).
@@ -83,7 +82,7 @@ starts_from() {  # the checkpoint a student config starts from: its parent stude
 }
 before=" "
 for student in $students; do  # checked before the long steps
-  config=$here/$student.yaml parent=""
+  config=$here/$student.yaml
   [ -f "$config" ] || { echo "error: no student config $config (STUDENTS)" >&2; exit 1; }
   if [ -n "$(starts_from "$config")" ] && [ -z "$variant" ]; then
     echo "error: $student starts from the teacher's weights (train.init_layers/init_width): it needs the" \
