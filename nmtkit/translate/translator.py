@@ -82,8 +82,7 @@ class Translator:
         """A Translator for a checkpoint (a list of several: an ensemble) or a directory written by `nmtkit export`
         (by CTranslate2). Keyword options are DecodeConfig fields (beam=5, ...) over the model's own; `threads` CPU
         threads (0: all; None: torch's as it is); `average` N averages the run's last N checkpoint_<step>.pt;
-        `inter_threads` N (exports only) searches N batches at once, with threads/N threads each (0: one batch a
-        thread on a CPU, see `CTranslate2Model`)."""
+        `inter_threads` N (exports only): N batches at once, threads/N threads each (0: `CTranslate2Model`'s)."""
         paths = [Path(item) for item in (path if isinstance(path, (list, tuple)) else [path])]
         return cls(engine_for(paths, device, threads, average, inter_threads, decode))
 
