@@ -171,3 +171,24 @@ def test_a_pruned_student_starts_from_the_student_its_init_from_line_names(tmp_p
     with pytest.raises(AssertionError, match="student-3-1-d128 starts from student-3-1 .* put student-3-1 before it"):
         (tmp_path / "alone").mkdir()
         run_recipe(tmp_path / "alone", SHARED_VOCAB="1", STUDENTS="student-3-1-d128")
+
+
+def test_students_export_with_the_shortlist_setting_and_the_teacher_is_timed_with_it_in_its_vocabulary(tmp_path):
+    calls = run_recipe(tmp_path, SHARED_VOCAB="1", SHORTLIST="7 70")
+    exports = {Path(option(call, "--out")).name: call for call in calls if call[:2] == ["nmtkit", "export"]}
+    assert list(exports) == ["teacher-int8", "teacher-int8-shortlist", "student-tiny-teacher-vocab-int8",
+                             "student-tiny-teacher-vocab-original-int8"]
+    assert option(exports["teacher-int8"], "--shortlist") is None
+    for name in list(exports)[1:]:
+        assert option(exports[name], "--shortlist") == str(tmp_path / "data" / "prepared-teacher-vocab")
+        assert (option(exports[name], "--shortlist-size"), option(exports[name], "--shortlist-frequent")) == \
+            ("7", "70")
+    report = next(call for call in calls if call[0] == "python")
+    assert f"shortlist={tmp_path / 'runs' / 'teacher-int8-shortlist'}" in report
+    (tmp_path / "own").mkdir()
+    calls = run_recipe(tmp_path / "own", SHARED_VOCAB="0")
+    exports = [call for call in calls if call[:2] == ["nmtkit", "export"]]
+    assert [Path(option(call, "--out")).name for call in exports] == \
+        ["teacher-int8", "student-tiny-int8", "student-tiny-original-int8"]  # no teacher shortlist: not its vocabulary
+    assert {(option(call, "--shortlist-size"), option(call, "--shortlist-frequent")) for call in exports[1:]} == \
+        {("10", "100")}

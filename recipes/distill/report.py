@@ -103,6 +103,7 @@ def main() -> None:
                 for label, _, paths in (row.partition("=") for row in args.row)}
         lines = sum(1 for _ in open(src, encoding="utf-8"))
     filtered = json.loads(args.filter.read_text(encoding="utf-8")) if args.filter else None
+    args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps({"threads": args.threads, "cpu": cpu_name(), "lines": lines,
                                                        "models": rows}, indent=2) + "\n", encoding="utf-8")
     print(table(rows, args.threads, lines, filtered, args.test_name), end="")

@@ -18,7 +18,9 @@
 #      its output exists, and the distillation and training resume, so an interrupted recipe continues where it stopped.
 #      Another corpus (recipes/distill/messages.sh does this for software messages): RAW (a directory with
 #      train/dev/test.SRC and .TGT; default $BIBLE/raw), SRC_LANG (es), TGT_LANG (en), TEACHER (required then),
-#      TEST_NAME (what the test set is, under the table).
+#      TEST_NAME (what the test set is, under the table). SHORTLIST ("10 100": the students' export shortlist,
+#      candidate target pieces per source piece and most frequent pieces; with SHARED_VOCAB=1 the teacher is timed
+#      with it too, as "teacher int8 + shortlist").
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 smoke=${SMOKE:-0}
@@ -30,6 +32,8 @@ out=${OUT:-runs/distill-$src-$tgt}
 threads=${THREADS:-0}
 students=${STUDENTS:-student-6-1 student-tiny}
 engine=${DISTILL_ENGINE:-int8}
+read -r -a shortlist_size <<< "${SHORTLIST:-10 100}"  # candidates a source piece, most frequent pieces always in
+shortlist=(--shortlist-size "${shortlist_size[0]}" --shortlist-frequent "${shortlist_size[1]}")
 variant="" tables=$out  # SHARED_VOCAB=1: its own data directory, students and table, beside the others
 if [ "${SHARED_VOCAB:-0}" = 1 ]; then variant=-teacher-vocab tables=$out/teacher-vocab; fi
 prepared=$data/prepared$variant
@@ -139,8 +143,13 @@ train() {  # train NAME CONFIG MIX: a student for $time on the corpora of MIX, e
     mv "$out/$name/train.summary.part" "$out/$name/train.summary.json"
   fi
   [ -f "$out/$name-int8/nmtkit.json" ] || nmtkit export -m "$out/$name/model.pt" --out "$out/$name-int8" \
-    --quantization int8 --shortlist "$prepared" > /dev/null
+    --quantization int8 --shortlist "$prepared" "${shortlist[@]}" > /dev/null
 }
+# with the teacher's vocabulary, the teacher is also timed with the students' shortlist: what the shortlist alone buys
+if [ -n "$variant" ] && [ ${#teachers[@]} -eq 1 ] && [ ! -f "$out/teacher-int8-shortlist/nmtkit.json" ]; then
+  nmtkit export -m "$teacher" --out "$out/teacher-int8-shortlist" --quantization int8 --shortlist "$prepared" \
+    "${shortlist[@]}" > /dev/null
+fi
 first=""
 for student in $students; do
   mkdir -p "$out/$student$variant"
@@ -152,6 +161,7 @@ train "$first$variant-original" "$here/$first.yaml" "{original: 1}"
 
 rows=(--row "teacher (PyTorch)=$teacher")
 [ ${#teachers[@]} -eq 1 ] && rows+=(--row "teacher int8=$out/teacher-int8")
+[ -n "$variant" ] && [ ${#teachers[@]} -eq 1 ] && rows+=(--row "teacher int8 + shortlist=$out/teacher-int8-shortlist")
 for student in $students; do rows+=(--row "$student$variant int8 + shortlist=$out/$student$variant-int8"); done
 rows+=(--row "$first$variant int8 + shortlist, original data only=$out/$first$variant-original-int8")
 python "$here/report.py" --src "$raw/test.$src" --ref "$raw/test.$tgt" --lines "$test_lines" --lang "$tgt" \
