@@ -192,3 +192,8 @@ def test_students_export_with_the_shortlist_setting_and_the_teacher_is_timed_wit
         ["teacher-int8", "student-tiny-int8", "student-tiny-original-int8"]  # no teacher shortlist: not its vocabulary
     assert {(option(call, "--shortlist-size"), option(call, "--shortlist-frequent")) for call in exports[1:]} == \
         {("10", "100")}
+
+
+def test_a_shortlist_setting_of_one_number_is_a_one_line_error(tmp_path):
+    with pytest.raises(AssertionError, match=r"error: SHORTLIST takes two numbers, .* \(got '20'\)"):
+        run_recipe(tmp_path, SHORTLIST="20")

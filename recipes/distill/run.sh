@@ -33,6 +33,10 @@ threads=${THREADS:-0}
 students=${STUDENTS:-student-6-1 student-tiny}
 engine=${DISTILL_ENGINE:-int8}
 read -r -a shortlist_size <<< "${SHORTLIST:-10 100}"  # candidates a source piece, most frequent pieces always in
+if [ ${#shortlist_size[@]} -ne 2 ]; then
+  echo "error: SHORTLIST takes two numbers, candidates a source piece and most frequent pieces (got '${SHORTLIST:-}')" >&2
+  exit 1
+fi
 shortlist=(--shortlist-size "${shortlist_size[0]}" --shortlist-frequent "${shortlist_size[1]}")
 variant="" tables=$out  # SHARED_VOCAB=1: its own data directory, students and table, beside the others
 if [ "${SHARED_VOCAB:-0}" = 1 ]; then variant=-teacher-vocab tables=$out/teacher-vocab; fi
