@@ -81,8 +81,8 @@ echo "$(basename "$0") $*" >> "$CALLS"
 """
 
 
-def run_recipe(root: Path, **settings: str) -> list[list[str]]:
-    """run.sh with stand-ins for nmtkit and python that only record their arguments; the calls of this run."""
+def run_recipe(root: Path, script: str = "run.sh", **settings: str) -> list[list[str]]:
+    """`script` with stand-ins for nmtkit and python that only record their arguments; the calls of this run."""
     (root / "bin").mkdir(exist_ok=True)
     for name in ("nmtkit", "python"):
         (root / "bin" / name).write_text(STAND_IN)
@@ -98,7 +98,7 @@ def run_recipe(root: Path, **settings: str) -> list[list[str]]:
                    "CALLS": str(calls), "BIBLE": str(root / "bible"), "DATA": str(root / "data"),
                    "OUT": str(root / "runs"), "TEACHER": str(root / "teacher.pt"), "STUDENTS": "student-tiny",
                    **settings}
-    result = subprocess.run(["bash", str(ROOT / "recipes" / "distill" / "run.sh")], env=environment,
+    result = subprocess.run(["bash", str(ROOT / "recipes" / "distill" / script)], env=environment,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     return [line.split() for line in calls.read_text().splitlines()]
@@ -197,3 +197,21 @@ def test_students_export_with_the_shortlist_setting_and_the_teacher_is_timed_wit
 def test_a_shortlist_setting_of_one_number_is_a_one_line_error(tmp_path):
     with pytest.raises(AssertionError, match=r"error: SHORTLIST takes two numbers, .* \(got '20'\)"):
         run_recipe(tmp_path, SHORTLIST="20")
+
+
+@pytest.mark.parametrize("setting, expected", [(None, ("50", "500")), ("10 100", ("10", "100"))])
+def test_the_messages_recipe_exports_its_students_with_a_wider_shortlist(tmp_path, setting, expected):
+    raw = tmp_path / "messages"
+    raw.mkdir()
+    for name in ("train", "dev", "test"):
+        for side in ("en", "de"):
+            (raw / f"{name}.{side}").write_text("eins\n")
+    (tmp_path / "runs" / "teacher").mkdir(parents=True)
+    for name in ("test.json", "model.pt"):  # a teacher already trained and scored: the messages run is skipped
+        (tmp_path / "runs" / "teacher" / name).write_text("{}")
+    calls = run_recipe(tmp_path, "messages.sh", RAW=str(raw), **({"SHORTLIST": setting} if setting else {}))
+    exports = [call for call in calls if call[:2] == ["nmtkit", "export"]]
+    assert [Path(option(call, "--out")).name for call in exports] == \
+        ["teacher-int8", "student-tiny-int8", "student-tiny-original-int8"]
+    assert {(option(call, "--shortlist-size"), option(call, "--shortlist-frequent")) for call in exports[1:]} == \
+        {expected}
