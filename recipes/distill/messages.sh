@@ -19,4 +19,5 @@ out=${OUT:-runs/distill-en-$code}
 [ -f "$out/teacher/test.json" ] || LANG_DIR="$lang_dir" CODE="$code" DATA="$raw" OUT="$out/teacher" \
   MAX_TIME="${TEACHER_TIME:-30m}" bash "$here/../messages/run.sh" > /dev/null
 RAW="$raw" SRC_LANG=en TGT_LANG="$code" TEACHER="$out/teacher/model.pt" DATA="${DATA:-data/distill-en-$code}" \
-  OUT="$out" TIME="${TIME:-10m}" SHORTLIST="${SHORTLIST:-50 500}" TEST_NAME="software messages en-$code, human references" bash "$here/run.sh"
+  OUT="$out" TIME="${TIME:-10m}" SHORTLIST="${SHORTLIST:-50 500}" \
+  TEST_NAME="software messages en-$code, human references" bash "$here/run.sh"
