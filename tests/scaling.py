@@ -1,0 +1,63 @@
+"""Linear time by test (STYLE rule 17): time a function on an adversarial input family at two sizes, n and 8n, and
+fail when the ratio shows super-linear growth.
+
+A family is a function `size -> input` (`"<b>" * size`, `"%" + "0" * size`, ...). `assert_linear` first grows the
+size until one call takes `MIN_SECONDS` of CPU time (so the small size is well above the timer's noise), then times
+both sizes, the best of a few calls each, on the process's CPU clock (another process on the machine slows the wall
+clock, not this), with the garbage collector off. Linear work grows 8x, n log n about 10x, quadratic work 64x: the
+bound, `MAX_RATIO` (24x), leaves room for noise and cache effects on either side and catches anything quadratic.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable
+from typing import Any
+
+FACTOR = 8
+MAX_RATIO = 24.0
+MIN_SECONDS = 0.004
+MAX_START = 1 << 22  # the largest small size tried while looking for MIN_SECONDS
+
+
+def cpu_seconds(function: Callable[[Any], Any], argument: Any, repeats: int = 3) -> float:
+    """The least CPU time of `repeats` calls of `function(argument)`."""
+    best = float("inf")
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(repeats):
+            start = time.process_time()
+            function(argument)
+            best = min(best, time.process_time() - start)
+    finally:
+        if enabled:
+            gc.enable()
+    return best
+
+
+def growth(function: Callable[[Any], Any], family: Callable[[int], Any], start: int = 16,
+           factor: int = FACTOR) -> tuple[int, float, float]:
+    """(n, seconds at n, seconds at factor * n): n the first size from `start` (doubling) whose call takes at least
+    MIN_SECONDS."""
+    size = start
+    function(family(size))  # warm-up: imports, caches, compiled patterns
+    small = cpu_seconds(function, family(size))
+    while small < MIN_SECONDS and size < MAX_START:
+        size *= 2
+        small = cpu_seconds(function, family(size))
+    return size, small, cpu_seconds(function, family(size * factor), repeats=2)
+
+
+def assert_linear(function: Callable[[Any], Any], family: Callable[[int], Any], start: int = 16,
+                  name: str = "") -> None:
+    """Fail when `function` on `family(8n)` takes more than MAX_RATIO times what it takes on `family(n)`; a ratio
+    just over the bound is measured once more before it fails (a machine's hiccup is not a finding)."""
+    size, small, large = growth(function, family, start)
+    if large / small > MAX_RATIO:
+        size, small, large = growth(function, family, size)
+    assert large / small <= MAX_RATIO, (
+        f"{name or getattr(family, '__name__', 'family')}: {small * 1e3:.1f} ms at n={size}, {large * 1e3:.1f} ms at "
+        f"n={size * FACTOR}: {large / small:.1f}x for {FACTOR}x the input (at most {MAX_RATIO:g}x: super-linear)")
