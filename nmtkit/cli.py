@@ -5,6 +5,7 @@ Annotations are not postponed (`from __future__ import annotations`): typer woul
 every start.
 """
 
+import contextlib
 import functools
 import json
 import logging
@@ -56,7 +57,8 @@ def handle_errors(command):
                 raise
             print(f"error: {error.strerror or error} ({error.filename or 'standard output'})",
                   file=sys.stderr)
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when stdout closes
+            with contextlib.suppress(OSError, ValueError):  # stdout without a descriptor (in-process runs)
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when it closes
             raise typer.Exit(1) from None
         except KeyboardInterrupt:
             print("error: interrupted", file=sys.stderr)
@@ -222,13 +224,19 @@ def translate(
     --nbest K).
 
     Decoding settings not given here are the model's own (its config's decode section)."""
+    from nmtkit.data.files import refuse_onto_inputs, refuse_stdout_onto
     from nmtkit.inputs import check_format, open_lines
     from nmtkit.translate import Translator, translate_stream
-    from nmtkit.translate.output import count_lines, translate_to_file
+    from nmtkit.translate.output import count_lines, record_of, run_settings, translate_to_file
 
     check_format(input_format)
     if resume and output is None:
         raise NmtkitError("--resume continues an --output file; give --output")
+    inputs = [("--input", input)] + [("--model", path) for path in model]
+    if output is None:
+        refuse_stdout_onto(inputs)
+    else:
+        refuse_onto_inputs([("--output", output), ("--output's record", record_of(output))], inputs)
     if greedy:
         decode["beam"] = 1
     if fp16 or bf16:
@@ -241,7 +249,9 @@ def translate(
                       "source": "<stdin>" if input is None else str(input), "html_skip": html_skip}
     if output is not None:
         total = count_lines(input) if input is not None else None
-        print(json.dumps(translate_to_file(translator, open_lines(input), output, resume, total, **stream_options)))
+        settings = run_settings(translator, model, average, stream_options)
+        print(json.dumps(translate_to_file(translator, open_lines(input), output, resume, total, settings,
+                                           **stream_options)))
         return
     for text in translate_stream(translator, open_lines(input), **stream_options):
         sys.stdout.write(text)

@@ -25,7 +25,7 @@ from nmtkit.config import DataConfig
 from nmtkit.data.subword import train_subword
 from nmtkit.registry import build_model
 from nmtkit.run_config import build_config
-from nmtkit.translate.output import count_lines, keep_whole_chunks
+from nmtkit.translate.output import count_lines, record_of
 
 WORDS = "uno dos tres cuatro cinco seis siete ocho nueve diez".split()
 CHUNK = 10  # --buffer-size of the runs: the input is several chunks
@@ -96,15 +96,6 @@ def test_a_killed_run_resumed_ends_as_an_uninterrupted_run(corpus, tmp_path):
     assert count_lines(resumed) == len(lines)
 
 
-def test_keep_whole_chunks_cuts_partial_chunks_and_lines(tmp_path):
-    path = tmp_path / "out.txt"
-    path.write_bytes(b"a\nb\nc\nd\ne\nf\ng\npartial")
-    assert keep_whole_chunks(path, 3) == 6
-    assert path.read_bytes() == b"a\nb\nc\nd\ne\nf\n"
-    assert keep_whole_chunks(path, 3) == 6  # whole chunks are kept as they are
-    assert keep_whole_chunks(path, 4) == 4 and path.read_bytes() == b"a\nb\nc\nd\n"
-
-
 def test_count_lines_counts_a_last_line_without_newline(tmp_path):
     for text, count in ((b"", 0), (b"a\n", 1), (b"a\nb", 2), (b"\n\n", 2)):
         (tmp_path / "f").write_bytes(text)
@@ -129,3 +120,100 @@ def test_output_errors(corpus, tmp_path):
     assert_error(nmtkit(*base, "--output", str(tmp_path / "out.txt")), "exists", "--resume")
     assert_error(nmtkit(*base, "--output", str(tmp_path / "out.txt"), "--resume", "--nbest", "2"), "--nbest")
     assert (tmp_path / "out.txt").read_text(encoding="utf-8") == "earlier work\n"
+
+
+def translate_into(checkpoint: Path, output: Path, source: Path, *options: str):
+    return nmtkit("translate", "-m", str(checkpoint), "--input", str(source), "--output", str(output),
+                  "--buffer-size", str(CHUNK), "--beam", "2", "--threads", "1", *options)
+
+
+@pytest.fixture
+def written(corpus, tmp_path) -> tuple[Path, Path, Path, bytes]:
+    """(checkpoint, input, output, output's bytes): the whole input translated into an --output file."""
+    checkpoint, source = corpus
+    output = tmp_path / "out.txt"
+    result = translate_into(checkpoint, output, source)
+    assert result.exit_code == 0, result.stderr
+    return checkpoint, source, output, output.read_bytes()
+
+
+def test_an_output_onto_an_input_is_refused_and_the_input_kept(corpus, tmp_path):
+    """Issue 63, finding 1: `-i in.txt -o in.txt --resume` cut the input to 0 bytes and exited 0."""
+    checkpoint, source = corpus
+    own = tmp_path / "in.txt"
+    own.write_bytes(source.read_bytes())
+    (tmp_path / "link.txt").symlink_to(own)
+    os.link(own, tmp_path / "hard.txt")
+    for output in (own, tmp_path / "link.txt", tmp_path / "hard.txt", checkpoint):
+        for resume in ((), ("--resume",)):
+            assert_error(translate_into(checkpoint, output, own, *resume), "refusing to write onto an input")
+    record_of(tmp_path / "out.txt").write_bytes(source.read_bytes())
+    assert_error(translate_into(checkpoint, tmp_path / "out.txt", record_of(tmp_path / "out.txt")),
+                 "--output's record", "refusing to write onto an input")
+    assert_error(translate_into(checkpoint, tmp_path / "missing" / "out.txt", tmp_path / "missing.txt"),
+                 "cannot read", "missing.txt")
+    assert own.read_bytes() == source.read_bytes() and checkpoint.stat().st_size > 0
+
+
+def test_stdout_onto_the_input_is_refused(corpus, tmp_path):
+    """`nmtkit translate -i in.txt >> in.txt` would read its own output forever."""
+    checkpoint, source = corpus
+    own = tmp_path / "in.txt"
+    own.write_bytes(source.read_bytes())
+    with open(own, "ab") as stdout:
+        done = subprocess.run([sys.executable, "-m", "nmtkit", "translate", "-m", str(checkpoint), "-i", str(own)],
+                              stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=WAIT_SECONDS)
+    assert done.returncode == 1 and done.stderr.startswith("error: standard output is the file --input")
+    assert own.read_bytes() == source.read_bytes()
+
+
+def test_resume_refuses_another_input(written, tmp_path):
+    """Issue 63, finding 2: resumed with another input, a 20-line output stood for a 10-line input."""
+    checkpoint, source, output, before = written
+    lines = source.read_text(encoding="utf-8").splitlines(keepends=True)
+    other = tmp_path / "other.txt"
+    for text in ("".join(lines[:10]), "".join(reversed(lines)), "".join(lines[:CHUNK]) + "changed\n" + "".join(
+            lines[CHUNK + 1:])):
+        other.write_text(text, encoding="utf-8")
+        assert_error(translate_into(checkpoint, output, other, "--resume"), "the input is not the one", str(output))
+        assert output.read_bytes() == before
+
+
+def test_resume_refuses_other_settings_or_another_model(written, tmp_path, corpus):
+    checkpoint, source, output, before = written
+    payload = torch.load(checkpoint, weights_only=False)
+    payload["model"] = {name: value + 1 for name, value in payload["model"].items()}
+    torch.save(payload, tmp_path / "other.pt")
+    for options, needle in ((("--buffer-size", "7"), "decode.buffer_size 10"), (("--beam", "3"), "decode.beam 2"),
+                            (("--scores",), "scores false"), (("--max-len-b", "3"), "decode.max_len_b")):
+        assert_error(translate_into(checkpoint, output, source, "--resume", *options), needle)
+    assert_error(translate_into(tmp_path / "other.pt", output, source, "--resume"), "model files")
+    assert output.read_bytes() == before
+
+
+def test_resume_refuses_a_file_it_cannot_prove_it_wrote(written):
+    checkpoint, source, output, before = written
+    record = record_of(output)
+    saved = record.read_bytes()
+    record.unlink()
+    assert_error(translate_into(checkpoint, output, source, "--resume"), "no record", "refusing to cut it")
+    assert output.read_bytes() == before
+    for damaged in (b"{", b"[]", b'{"settings": {}}', b"[" * 100_000, saved.replace(b'"bytes": ', b'"bytes": -')):
+        record.write_bytes(damaged)
+        assert_error(translate_into(checkpoint, output, source, "--resume"), "is not a record nmtkit wrote")
+    record.write_bytes(saved)
+    output.write_bytes(b"X" + before[1:])  # edited after nmtkit wrote it
+    assert_error(translate_into(checkpoint, output, source, "--resume"), "changed since", "refusing to cut it")
+    assert output.read_bytes() == b"X" + before[1:]
+    output.write_bytes(before[:CHUNK])  # cut short by someone else
+    assert_error(translate_into(checkpoint, output, source, "--resume"), "changed since")
+
+
+def test_resume_of_a_finished_file_redoes_only_its_last_partial_chunk(written):
+    checkpoint, source, output, before = written
+    result = translate_into(checkpoint, output, source, "--resume")
+    assert result.exit_code == 0, result.stderr
+    lines = count_lines(source)
+    assert json.loads(result.stdout) == {"output": str(output), "lines": lines, "translated": lines % CHUNK}
+    assert output.read_bytes() == before
+    assert json.loads(record_of(output).read_text())["lines"] == lines - lines % CHUNK

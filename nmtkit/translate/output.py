@@ -10,6 +10,8 @@ change a float's last bit, and with it a beam's choice).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import sys
@@ -20,38 +22,125 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from nmtkit.config import to_dict
+from nmtkit.data.files import digest_prefix, sha256_of, write_json_atomic
 from nmtkit.errors import NmtkitError
 from nmtkit.translate.stream import translate_stream
 from nmtkit.translate.translator import Translator
 
 log = logging.getLogger(__name__)
 LOG_EVERY = 30.0  # seconds between progress lines when stderr is not a terminal (a recipe's log)
+RECORD_SUFFIX = ".resume.json"  # OUT.resume.json: what `--resume` needs to prove OUT is its own (`Record`)
+MAX_RECORD_BYTES = 1 << 20  # a record holds settings and digests: far less; more is not one
+RECORD_FIELDS = {"lines": int, "bytes": int, "input_sha256": str, "output_sha256": str}
 
 
 def count_lines(path: Path) -> int:
     """Lines of a file, a last line without a newline included (for the progress total)."""
     count, last = 0, b"\n"
-    with open(path, "rb") as handle:
-        while block := handle.read(1 << 20):
-            count, last = count + block.count(b"\n"), block[-1:]
+    try:
+        with open(path, "rb") as handle:
+            while block := handle.read(1 << 20):
+                count, last = count + block.count(b"\n"), block[-1:]
+    except OSError as error:
+        raise NmtkitError(f"cannot read {path}: {error.strerror}") from error
     return count + (last != b"\n")
 
 
-def keep_whole_chunks(path: Path, chunk_lines: int) -> int:
-    """Cut file `path` after its last whole chunk of `chunk_lines` complete lines; returns the lines kept."""
-    kept, kept_bytes, lines, position = 0, 0, 0, 0
-    with open(path, "r+b") as handle:
-        for line in handle:
-            if not line.endswith(b"\n"):
-                break
-            lines, position = lines + 1, position + len(line)
-            if lines % chunk_lines == 0:
-                kept, kept_bytes = lines, position
-        handle.truncate(kept_bytes)
-    return kept
+def record_of(output: Path) -> Path:
+    """The record of output file `output` (`Record`)."""
+    return output.with_name(output.name + RECORD_SUFFIX)
 
 
-def resume_point(output: Path, resume: bool, translator: Translator) -> int:
+class Record:
+    """What `--resume` must know of an output file, in the file `OUT.resume.json` beside it, rewritten (whole, by
+    rename) after each whole chunk: the run's settings (model files' digest, decode settings, the pattern set,
+    chunk size, output format), and the input lines, output bytes and both digests of what those chunks hold.
+    A file without it, or whose bytes, settings or input differ from it, is never cut."""
+
+    def __init__(self, output: Path, settings: dict):
+        self.path = record_of(output)
+        self.output, self.settings = output, settings
+        self.lines, self.bytes = 0, 0
+        self.input_digest, self.output_digest = hashlib.sha256(), hashlib.sha256()
+
+    def read(self, input_lines: Iterator[str]) -> int:
+        """Prove `output` is this run's to continue, from its record: the same settings, its first recorded bytes
+        unchanged, the same first input lines (read from `input_lines`, whose next line is then the first to
+        translate); cut what follows them. Returns the input lines kept."""
+        saved = self.load()
+        for key, value in self.settings.items():
+            if saved["settings"].get(key) != value:
+                before = _shown(key, saved["settings"].get(key))
+                raise NmtkitError(f"--resume: {self.output} was translated with {before}; this run has "
+                                  f"{_shown(key, value)} (continue it with the same command)")
+        if not digest_prefix(self.output_digest, self.output, saved["bytes"]) or \
+                self.output_digest.hexdigest() != saved["output_sha256"]:
+            raise NmtkitError(f"--resume: {self.output} changed since nmtkit translate wrote it (its first "
+                              f"{saved['bytes']} bytes are not those its record {self.path.name} describes); "
+                              "refusing to cut it")
+        for line in islice(input_lines, saved["lines"]):
+            self.add_input(line)
+        if self.lines != saved["lines"] or self.input_digest.hexdigest() != saved["input_sha256"]:
+            raise NmtkitError(f"--resume: the input is not the one {self.output} was translated from (its first "
+                              f"{saved['lines']} lines differ); refusing to continue it")
+        with open(self.output, "r+b") as handle:
+            handle.truncate(saved["bytes"])
+        self.bytes = saved["bytes"]
+        return self.lines
+
+    def load(self) -> dict:
+        if not self.path.is_file():
+            raise NmtkitError(f"--resume: {self.output} has no record {self.path.name} beside it, so nothing proves "
+                              "nmtkit translate wrote it; refusing to cut it (remove it, or give another --output)")
+        try:
+            with open(self.path, "rb") as handle:
+                text = handle.read(MAX_RECORD_BYTES + 1)
+            if len(text) > MAX_RECORD_BYTES:
+                raise ValueError(f"over {MAX_RECORD_BYTES} bytes")
+            saved = json.loads(text)
+            if not isinstance(saved.get("settings"), dict) or not all(
+                    isinstance(saved.get(key), kind) for key, kind in RECORD_FIELDS.items()) or \
+                    min(saved["lines"], saved["bytes"]) < 0:
+                raise ValueError("its fields are missing or wrong")
+        except (ValueError, AttributeError, RecursionError) as error:  # RecursionError: JSON nested too deep
+            raise NmtkitError(f"--resume: {self.path} is not a record nmtkit wrote ({error}); refusing to cut "
+                              f"{self.output}") from None
+        return saved
+
+    def add_input(self, line: str) -> None:
+        self.input_digest.update(line.encode("utf-8", "surrogatepass"))
+        self.lines += 1
+
+    def add_output(self, data: bytes) -> None:
+        self.output_digest.update(data)
+        self.bytes += len(data)
+
+    def write(self) -> None:
+        """Record the output as it is now (call at a whole chunk's end, once it is synced)."""
+        write_json_atomic(self.path, {"settings": self.settings, "lines": self.lines, "bytes": self.bytes,
+                                      "input_sha256": self.input_digest.hexdigest(),
+                                      "output_sha256": self.output_digest.hexdigest()})
+
+
+def _shown(key: str, value) -> str:
+    if key == "model_sha256":
+        return f"model files of SHA-256 {str(value)[:12]}..."
+    return f"{key} {json.dumps(value)[:200]}"
+
+
+def run_settings(translator: Translator, models: list[Path], average: int, stream_options: dict) -> dict:
+    """What makes an output file's lines what they are, as its record keeps it (JSON values)."""
+    patterns = translator.masking.patterns
+    settings = {"model_sha256": sha256_of(models), "average": average,
+                **{f"decode.{key}": value for key, value in to_dict(translator.decode).items()},
+                "pattern_set": patterns.as_dict() if patterns is not None else None,
+                **{key: value for key, value in stream_options.items() if key != "source"}}
+    return json.loads(json.dumps(settings))
+
+
+def resume_point(output: Path, resume: bool, translator: Translator, record: Record | None,
+                 input_lines: Iterator[str]) -> int:
     """Input lines already translated in `output` (0 for a new file); an error for a file that would be lost."""
     if not resume:
         if output.exists() and output.stat().st_size > 0:
@@ -61,7 +150,9 @@ def resume_point(output: Path, resume: bool, translator: Translator) -> int:
         raise NmtkitError("--resume counts one output line per input line; it does not combine with --nbest")
     if not output.exists():
         return 0
-    kept = keep_whole_chunks(output, translator.decode.buffer_size)
+    if record is None:
+        raise NmtkitError(f"--resume continues a regular file; {output} is not one")
+    kept = record.read(input_lines)
     log.info("resuming %s after its first %d lines (whole chunks of --buffer-size %d)", output, kept,
              translator.decode.buffer_size)
     return kept
@@ -95,26 +186,38 @@ class Progress:
 
 
 def translate_to_file(translator: Translator, lines: Iterable[str], output: Path, resume: bool = False,
-                      total: int | None = None, **stream_options) -> dict:
+                      total: int | None = None, settings: dict | None = None, **stream_options) -> dict:
     """Translate `lines` into file `output` chunk by chunk (`translate_stream`, with `stream_options`), after the
-    lines a previous run completed when `resume`; `total` input lines, if known, for the progress. Returns a
-    summary: the output, the input lines translated into it, those of them this run translated."""
-    done = resume_point(output, resume, translator)
+    lines a previous run completed when `resume`; `total` input lines, if known, for the progress; `settings`
+    (`run_settings`) go into the output's record. Returns a summary: the output, the input lines translated into
+    it, those of them this run translated."""
+    iterator = iter(lines)
+    record = Record(output, settings or {}) if not output.exists() or output.is_file() else None
+    done = resume_point(output, resume, translator, record, iterator)
     progress = Progress(total, done)
-    read = 0
+    read, chunk = 0, translator.decode.buffer_size
 
-    def counted(source: Iterable[str]) -> Iterator[str]:
+    def counted(source: Iterator[str]) -> Iterator[str]:
         nonlocal read  # translate_stream reads a chunk, then yields it: `read` is the input behind each yield
         for line in source:
             read += 1
+            if record is not None:
+                record.add_input(line)
             yield line
 
+    if record is not None and done == 0:
+        output.write_bytes(b"")
+        record.write()
     with open(output, "ab") as handle:
-        for text in translate_stream(translator, counted(islice(lines, done, None)), first_line=done + 1,
-                                     **stream_options):
-            handle.write(text.encode("utf-8"))
+        for text in translate_stream(translator, counted(iterator), first_line=done + 1, **stream_options):
+            data = text.encode("utf-8")
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())  # a chunk on disk survives a crash of the machine, not only of the process
+            if record is not None:
+                record.add_output(data)
+                if read % chunk == 0:  # a whole chunk: what a resumed run keeps
+                    record.write()
             progress.advance(done + read - progress.done)
     progress.close()
     return {"output": str(output), "lines": done + read, "translated": read}
