@@ -141,3 +141,15 @@ def test_align_bad_options_are_one_line_errors(reverse_run: Path, extra: list[st
     result = nmtkit(*align_args(reverse_run, *extra), check=False)
     assert result.exit_code == 1 and "Traceback" not in result.stderr
     assert [line for line in result.stderr.splitlines() if line.startswith("error:")][0].count(needle) == 1
+
+
+def test_align_refuses_an_output_onto_an_input(reverse_run: Path, tmp_path: Path):
+    """STYLE rule 17: `--output` that is `--src` (by any path) would replace the source with its alignments."""
+    src = tmp_path / "src.txt"
+    src.write_bytes((reverse_run / "test.src").read_bytes())
+    (tmp_path / "link.txt").symlink_to(src)
+    args = [arg if arg != str(reverse_run / "test.src") else str(src) for arg in align_args(reverse_run)]
+    for output in (src, tmp_path / "link.txt", reverse_run / "test.tgt"):
+        result = nmtkit(*args, "--output", str(output), check=False)
+        assert result.exit_code == 1 and "refusing to write onto an input" in result.stderr
+    assert src.read_bytes() == (reverse_run / "test.src").read_bytes()

@@ -25,6 +25,7 @@ from nmtkit.align.links import (
 )
 from nmtkit.checkpoint import LoadedModel
 from nmtkit.data.corpus import read_lines
+from nmtkit.data.files import refuse_onto_inputs, write_atomic
 from nmtkit.ensemble import load_models
 from nmtkit.errors import NmtkitError
 from nmtkit.runtime.device import pick_device, set_threads
@@ -128,7 +129,7 @@ def write_outputs(result: AlignResult, lines: str, output: Path | None, plot: Pa
     """Alignment lines to `output` and heat-maps to `plot`, where given."""
     try:
         if output is not None:
-            output.write_text(lines, encoding="utf-8")
+            write_atomic(output, lines.encode("utf-8"))
         if plot is not None:
             plot_heatmaps(result.forward, result.src_words, result.tgt_words, result.links[result.final], plot,
                           plot_count)
@@ -137,8 +138,13 @@ def write_outputs(result: AlignResult, lines: str, output: Path | None, plot: Pa
         raise NmtkitError(f"cannot write {where}: {error.strerror}") from error
 
 
-def check_outputs(output: Path | None, plot: Path | None) -> None:
-    """Fail before the work, not after it: the output's directory exists and the plot directory can be made."""
+def check_outputs(options: AlignOptions) -> None:
+    """Fail before the work, not after it: no output is an input, the output's directory exists and the plot
+    directory can be made."""
+    output, plot = options.output, options.plot
+    refuse_onto_inputs([("--output", output), ("--plot", plot)],
+                       [("--model", options.model), ("--src", options.src), ("--tgt", options.tgt),
+                        ("--reverse-model", options.reverse_model), ("--gold", options.gold)])
     if output is not None and not output.parent.is_dir():
         raise NmtkitError(f"cannot write {output}: {output.parent} is not a directory")
     if plot is not None:
@@ -162,7 +168,7 @@ class AlignOutput:
 def run(options: AlignOptions) -> AlignOutput:
     """`nmtkit align`: load the model(s), align the files, write the alignments to `options.output` and the
     heat-maps to `options.plot`, score against `options.gold`; returns what goes to stdout."""
-    check_outputs(options.output, options.plot)
+    check_outputs(options)
     set_threads(options.threads)
     device = pick_device(options.device)
     forward = load_models([options.model], device)
