@@ -7,10 +7,17 @@ import os
 from pathlib import Path
 
 import pytest
+import typer.main
 from cli_runner import assert_error, nmtkit
 
+from nmtkit.checkpoint import make_payload, save_atomic
+from nmtkit.cli import app
+from nmtkit.config import DataConfig
 from nmtkit.data.files import digest_prefix, overlaps, refuse_onto_inputs, sha256_of, write_atomic
+from nmtkit.data.subword import train_subword
 from nmtkit.errors import NmtkitError
+from nmtkit.registry import build_model
+from nmtkit.run_config import build_config
 
 
 @pytest.fixture
@@ -65,6 +72,79 @@ def test_train_refuses_checkpoints_onto_its_init_from(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     (run / "model.pt").write_bytes(b"the model to fine-tune")
-    result = nmtkit("train", "--data", str(tmp_path), "--out", str(run), "--init-from", str(run / "model.pt"))
+    result = nmtkit("train", "--data", str(tmp_path / "data"), "--out", str(run), "--init-from", str(run / "model.pt"))
     assert_error(result, "--init-from", "refusing to write onto an input")
     assert (run / "model.pt").read_bytes() == b"the model to fine-tune"
+
+
+# Every option of the command line that names a file or directory a command writes. A new one fails
+# test_every_output_option_is_tried until it is added here with a command line that points it at an input.
+OUTPUTS = {("prepare", "--out"), ("train", "--out"), ("translate", "--output"), ("filter-distilled", "--out-src"),
+           ("filter-distilled", "--out-tgt"), ("filter-distilled", "--report"), ("export", "--out"),
+           ("align", "--output"), ("align", "--plot")}
+OUTPUT_NAMES = ("--out", "--output", "--report", "--plot")
+
+
+def test_every_output_option_is_tried():
+    found = {(name, option.opts[0]) for name, command in typer.main.get_command(app).commands.items()
+             for option in command.params if option.param_type_name == "option"
+             and (option.opts[0] in OUTPUT_NAMES or option.opts[0].startswith("--out-"))}
+    assert found == OUTPUTS
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, Path]:
+    """A tiny corpus, its data directory, a checkpoint (untrained) and a teacher's scored output."""
+    root = tmp_path_factory.mktemp("outputs")
+    lines = ["uno dos tres", "cuatro cinco", "seis siete ocho", "nueve diez"] * 3
+    paths = {"src": root / "src.txt", "tgt": root / "tgt.txt", "hyp": root / "hyp.txt", "model": root / "model.pt"}
+    paths["src"].write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    paths["tgt"].write_text("".join(line.upper() + "\n" for line in lines), encoding="utf-8")
+    paths["hyp"].write_text("".join(f"{line.upper()} ||| -0.5\n" for line in lines), encoding="utf-8")
+    subword = train_subword(lines + [line.upper() for line in lines], DataConfig(subword="word", vocab_size=30), 30)
+    config = build_config({"model": {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2,
+                                     "ffn": 32, "max_positions": 40}})
+    model = build_model(config.model, subword.vocab_size, subword.vocab_size, True).eval()
+    save_atomic(make_payload(config, model, (subword, subword)), paths["model"])
+    paths["data"] = root / "data"
+    result = nmtkit("prepare", "--train-src", str(paths["src"]), "--train-tgt", str(paths["tgt"]), "--out",
+                    str(paths["data"]), "--subword", "word", "--vocab-size", "30")
+    assert result.exit_code == 0, result.stderr
+    return paths
+
+
+def output_cases(paths: dict[str, Path]) -> dict[tuple[str, str], list[list[str]]]:
+    """For each output option, command lines that point it at one of the command's inputs."""
+    src, tgt, hyp, model, data = (str(paths[key]) for key in ("src", "tgt", "hyp", "model", "data"))
+    distill = ["filter-distilled", "--src", src, "--hyp", hyp, "--out-src", "{out-src}", "--out-tgt", "{out-tgt}"]
+    align = ["align", "-m", model, "--src", src, "--tgt", tgt, "--threads", "1"]
+    return {
+        ("prepare", "--out"): [["prepare", "--train-src", src, "--train-tgt", tgt, "--out", src],
+                               ["prepare", "--train-src", f"{data}/train.src.txt", "--train-tgt", tgt, "--out", data,
+                                "--overwrite"]],
+        ("train", "--out"): [["train", "--data", data, "--out", str(Path(model).parent), "--init-from", model],
+                             ["train", "--data", data, "--out", src, "--max-steps", "1"]],
+        ("translate", "--output"): [["translate", "-m", model, "-i", src, "--output", target, *resume]
+                                    for target in (src, model) for resume in ((), ("--resume",))],
+        ("filter-distilled", "--out-src"): [[*distill, "--report", "{report}"]],
+        ("filter-distilled", "--out-tgt"): [[*distill, "--report", "{report}"]],
+        ("filter-distilled", "--report"): [[*distill, "--report", target] for target in (src, hyp)],
+        ("export", "--out"): [["export", "-m", model, "--out", target] for target in (model, data)],
+        ("align", "--output"): [[*align, "--output", target] for target in (src, tgt, model)],
+        ("align", "--plot"): [[*align, "--plot", target] for target in (src, model)],
+    }
+
+
+@pytest.mark.parametrize("output", sorted(OUTPUTS))
+def test_an_output_onto_an_input_is_refused(files, tmp_path, output):
+    """STYLE rule 17: a command never writes onto one of its own inputs, whatever the path (here: the input's own;
+    links are tried in tests/test_translate_output.py and above)."""
+    before = {path: path.read_bytes() for path in files["src"].parent.rglob("*") if path.is_file()}
+    _, flag = output
+    for args in output_cases(files)[output]:
+        targets = {"{out-src}": str(tmp_path / "kept.src"), "{out-tgt}": str(tmp_path / "kept.tgt"),
+                   "{report}": str(tmp_path / "report.json"), f"{{{flag[2:]}}}": str(files["hyp"])}
+        result = nmtkit(*[targets.get(arg, arg) for arg in args])
+        assert result.exit_code != 0 and "Traceback" not in result.stderr, (args, result.stdout)
+        assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+        assert {path: path.read_bytes() for path in before} == before, args
