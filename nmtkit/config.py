@@ -26,13 +26,18 @@ def option(default: Any, help: str, low: float | None = None, high: float | None
     return field(default=default, metadata=metadata)
 
 
+MAX_LINE_BYTES = 1 << 20  # the default longest line a reader takes (data.max_line_bytes, translate, filter-distilled)
+LINE_CAP_HELP = ("the longest line read, in bytes (its newline not counted): a longer one is an error naming the "
+                 "file and line, found while at most this many bytes of it are held")
+
+
 @dataclass
 class DataConfig:
     """How `nmtkit prepare` cleans the corpus and learns subwords."""
 
     subword: Literal["bpe", "unigram", "char", "word"] = option(
         "bpe", "SentencePiece model type: bpe, unigram, char or word")
-    vocab_size: int = option(8000, "subword vocabulary size (per side when not joint)")
+    vocab_size: int = option(8000, "subword vocabulary size (per side when not joint)", 1, 2**31 - 1)
     joint: bool = option(True, "one subword model and vocabulary shared by source and target")
     normalization: Literal["identity", "nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf"] = option(
         "identity", "SentencePiece normalization rule. identity: decoded text is byte-identical to the text trained "
@@ -41,8 +46,8 @@ class DataConfig:
     byte_fallback: bool = option(
         True, "characters outside the vocabulary become UTF-8 byte pieces instead of the unknown piece (used when "
         "vocab_size is at least 1024: the 256 byte pieces take at most a quarter of the vocabulary)")
-    character_coverage: float = option(1.0, "SentencePiece character coverage")
-    max_sentences: int = option(1_000_000, "sentences sampled to train SentencePiece (0 = all)")
+    character_coverage: float = option(1.0, "SentencePiece character coverage", 0.98, 1.0)
+    max_sentences: int = option(1_000_000, "sentences sampled to train SentencePiece (0 = all)", 0)
     min_words: int = option(1, "drop training pairs with fewer words on either side (a character of a script "
                                "written without spaces, such as Chinese, Japanese or Thai, counts as a word)")
     max_words: int = option(250, "drop training pairs with more words on either side (counted as for min_words)")
@@ -59,6 +64,7 @@ class DataConfig:
         "none", "mask placeholders and markup (printf directives, format fields, tags, entities...) in the training "
         "pairs to reserved symbols that the vocabulary holds as single pieces: none, auto (every built-in family) or "
         "a pattern file (see docs/prepare.md); a placeholder only one side of a pair has stays text")
+    max_line_bytes: int = option(MAX_LINE_BYTES, LINE_CAP_HELP, 1)
 
     def __post_init__(self):
         if self.subword_samples < 1:

@@ -14,13 +14,15 @@ A bad line is an error naming the input and the line (`<input>:<line>: ...`), ne
 
 from __future__ import annotations
 
-import io
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
+from nmtkit.config import MAX_LINE_BYTES
+from nmtkit.data.lines import bounded_lines
 from nmtkit.errors import NmtkitError
 
 KEYS = ("text", "constraints", "negative", "prefix", "tgt_lang")
@@ -119,11 +121,24 @@ def parse_requests(lines: list[str], input_format: str, source: str, first_line:
     return requests
 
 
-def open_lines(path: Path | None) -> io.TextIOBase:
-    """Text lines of a file or stdin; invalid UTF-8 is replaced (a warning names the line later) rather than fatal."""
+def open_lines(path: Path | None, max_bytes: int = MAX_LINE_BYTES) -> Iterator[str]:
+    """Text lines of a file or stdin, each with its newline; invalid UTF-8 is replaced (a warning names the line
+    later) rather than fatal. A line of more than `max_bytes` bytes is an error naming it, found with at most that
+    much of it read (`nmtkit.data.lines`): a line so long is beyond any model's positions, and cutting it instead
+    would translate a line the user did not write."""
     if path is None:
-        return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace", newline="\n")
+        return _decoded(sys.stdin.buffer, "<stdin>", max_bytes)
     try:
-        return open(path, encoding="utf-8", errors="replace", newline="\n")
+        file = open(path, "rb")  # opened here, not in the generator: a missing file is an error at once
     except OSError as error:
         raise NmtkitError(f"cannot read {path}: {error.strerror}") from error
+    return _decoded(file, str(path), max_bytes, close=True)
+
+
+def _decoded(file: BinaryIO, source: str, max_bytes: int, close: bool = False) -> Iterator[str]:
+    try:
+        for raw in bounded_lines(file, max_bytes, source, "leave it out (no model translates a line this long)"):
+            yield raw.decode("utf-8", errors="replace")
+    finally:
+        if close:
+            file.close()

@@ -3,6 +3,7 @@ files a split comes from."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import random
@@ -13,6 +14,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+from cli_runner import assert_error, nmtkit
 
 import nmtkit.data.prepare as prepare_module
 from nmtkit.config import DataConfig
@@ -20,6 +22,7 @@ from nmtkit.data.corpus import read_lines
 from nmtkit.data.dataset import TokenArray
 from nmtkit.data.prepare import SplitFiles, load_subwords, prepare_data, subword_sample
 from nmtkit.data.staging import PREPARED, finish_interrupted
+from nmtkit.data.subword import run_trainer, train_subword
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate import EvaluateConfig, evaluate_files
 
@@ -343,4 +346,85 @@ def test_leftovers_of_a_running_prepare_are_an_error_and_of_a_finished_commit_ar
         running.kill()
         running.wait()
     finish_interrupted(data)
+    assert snapshot(data) == before and sorted(path.name for path in data.iterdir()) == sorted(before)
+
+
+@pytest.mark.parametrize(("subword", "vocab_size", "reserved"), [
+    ("word", 100, 132), ("word", 132, 132), ("bpe", 68, 68), ("unigram", 60, 68), ("char", 68, 68)])
+def test_a_vocabulary_the_reserved_symbols_fill_is_refused_before_reading(tmp_path: Path, subword, vocab_size,
+                                                                          reserved):
+    """Finding 6 of issue 63: `--subword word --vocab-size 100 --set data.placeholders=auto` was a 57-line
+    traceback from SentencePiece (`word_model_trainer.cc ... vocab_size >= 0`); its word trainer counts each of the
+    64 placeholder symbols twice."""
+    args = ["prepare", "--train-src", str(tmp_path / "missing.src"), "--train-tgt", str(tmp_path / "missing.tgt"),
+            "--out", str(tmp_path / "d"), "--subword", subword, "--vocab-size", str(vocab_size),
+            "--set", "data.placeholders=auto"]
+    assert_error(nmtkit(*args), f"data.vocab_size {vocab_size} leaves no piece for text", f"take {reserved}")
+    splits = {"train": write_pair(tmp_path, "train", corpus(100))}
+    if subword in ("word", "char"):  # one piece more is enough for these (bpe and unigram need the characters too)
+        prepare_data(splits, tmp_path / "ok", DataConfig(subword=subword, vocab_size=reserved + 1, placeholders="auto"))
+
+
+def test_a_vocabulary_too_small_for_the_characters_says_how_large_it_must_be(tmp_path: Path):
+    files = write_pair(tmp_path, "train", corpus(100))
+    args = ["prepare", "--train-src", str(files.src), "--train-tgt", str(files.tgt), "--out", str(tmp_path / "d"),
+            "--subword", "bpe", "--vocab-size", "10"]
+    needed = len(set("".join(WORDS_A + WORDS_B))) + 1 + 4  # the characters, the word boundary, the special pieces
+    assert_error(nmtkit(*args), "data.vocab_size 10 is too small", f"raise data.vocab_size to {needed} or more")
+    assert nmtkit(*args[:-1], str(needed)).exit_code == 0
+
+
+def test_no_line_sentencepiece_can_learn_from_is_an_error(tmp_path: Path):
+    """Every kept line longer than SentencePiece's 4192 bytes (one word each, so the length filter keeps them) was
+    a traceback (`trainer_interface.cc ... !sentences_.empty()`)."""
+    files = write_pair(tmp_path, "train", [("x" * 5000 + str(index), "y" * 5000 + str(index)) for index in range(3)])
+    args = ["prepare", "--train-src", str(files.src), "--train-tgt", str(files.tgt), "--out", str(tmp_path / "d")]
+    assert_error(nmtkit(*args), "no line to learn subwords from", "the 6 training line(s)", "4192 bytes")
+    assert not (tmp_path / "d").exists()
+
+
+def test_dropping_the_lines_sentencepiece_skips_changes_no_model():
+    lines = [" ".join(pair) for pair in corpus(200)]
+    hostile = []
+    for index, line in enumerate(lines):
+        hostile += [line, "", "z" * 4193] if index % 7 == 0 else [line]
+    config = DataConfig(subword="bpe", vocab_size=60)
+    model = io.BytesIO()
+    run_trainer(iter(hostile), model, config, 60, False, (), ())  # SentencePiece skipping them itself
+    assert train_subword(hostile, config, 60).proto == model.getvalue()
+
+
+@pytest.mark.parametrize(("setting", "needle"), [
+    ("vocab_size=0", "data.vocab_size: must be in [1, 2147483647]"),
+    ("vocab_size=2147483648", "data.vocab_size: must be in"), ("character_coverage=0.5", "in [0.98, 1.0]"),
+    ("max_sentences=-1", "data.max_sentences: must be at least 0"), ("max_line_bytes=0", "data.max_line_bytes")])
+def test_sentencepiece_settings_out_of_range_are_refused(tmp_path: Path, setting, needle):
+    files = write_pair(tmp_path, "train", corpus(10))
+    assert_error(nmtkit("prepare", "--train-src", str(files.src), "--train-tgt", str(files.tgt),
+                        "--out", str(tmp_path / "d"), "--set", f"data.{setting}"), needle)
+
+
+# `nmtkit prepare` on a disk that fills up: the kernel refuses writes beyond argv[1] bytes (RLIMIT_FSIZE, which
+# needs no privileges, as a full disk refuses them: the same OSError path, EFBIG instead of ENOSPC)
+FULL_DISK = """
+import resource, signal, sys
+from nmtkit.cli import app
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), resource.RLIM_INFINITY))
+app(sys.argv[2:], prog_name="nmtkit")
+"""
+
+
+def test_a_disk_that_fills_up_is_one_line_and_the_previous_data_stays(tmp_path: Path):
+    data = tmp_path / "d"
+    prepare_data({"train": write_pair(tmp_path, "train", corpus(100))}, data, DataConfig(subword="word"))
+    before = snapshot(data)
+    big = write_pair(tmp_path, "big", corpus(5000, seed=3))
+    result = subprocess.run([sys.executable, "-c", FULL_DISK, "20000", "prepare", "--train-src", str(big.src),
+                             "--train-tgt", str(big.tgt), "--out", str(data), "--overwrite", "--subword", "word"],
+                            capture_output=True, text=True, timeout=120)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 1 and len(errors) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "File too large" in errors[0]
     assert snapshot(data) == before and sorted(path.name for path in data.iterdir()) == sorted(before)

@@ -18,8 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from nmtkit.config import DataConfig
+from nmtkit.config import MAX_LINE_BYTES, DataConfig
+from nmtkit.data.lines import bounded_lines
 from nmtkit.errors import NmtkitError
+
+RAISE_LIMIT = "raise data.max_line_bytes if such lines are meant to be there"  # prepare's line limit
 
 
 def decode_line(raw: bytes, path: str | Path, number: int) -> str:
@@ -33,35 +36,31 @@ def decode_line(raw: bytes, path: str | Path, number: int) -> str:
     return text.rstrip("\r")
 
 
-def read_lines(path: str | Path) -> list[str]:
-    """All lines of a UTF-8 text file, without line ends."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as error:
-        raise NmtkitError(f"cannot read {path}: {error.strerror}") from error
-    if not data:
-        return []
-    if data.endswith(b"\n"):  # "\n" alone is one empty line, as for wc -l (an empty hypothesis is a line)
-        data = data[:-1]
-    return [decode_line(raw, path, number) for number, raw in enumerate(data.split(b"\n"), 1)]
+def read_lines(path: str | Path, max_bytes: int | None = MAX_LINE_BYTES) -> list[str]:
+    """All lines of a UTF-8 text file, without line ends (`iter_lines`: each at most `max_bytes` bytes)."""
+    return list(iter_lines(path, max_bytes, f"leave it out (nmtkit reads lines of at most {max_bytes} bytes)"))
 
 
-def iter_lines(path: str | Path) -> Iterator[str]:
-    """The lines of a UTF-8 text file without line ends, read one at a time (as `read_lines` splits them); a file
-    whose name ends in `.gz` is decompressed as it is read."""
+def iter_lines(path: str | Path, max_bytes: int | None = MAX_LINE_BYTES,
+               remedy: str = RAISE_LIMIT) -> Iterator[str]:
+    """The lines of a UTF-8 text file without line ends, read one at a time (a file's last line need not end in a
+    newline; "\\n" alone is one empty line, as for wc -l); a file whose name ends in `.gz` is decompressed as it is
+    read. A line of more than `max_bytes` bytes (None: no limit) is an error ending in `remedy`
+    (`nmtkit.data.lines`)."""
     opener = gzip.open if str(path).endswith(".gz") else open
     try:
         with opener(path, "rb") as file:
-            for number, raw in enumerate(file, 1):
+            for number, raw in enumerate(bounded_lines(file, max_bytes, path, remedy), 1):
                 yield decode_line(raw[:-1] if raw.endswith(b"\n") else raw, path, number)
     except (OSError, EOFError, zlib.error) as error:  # gzip: not gzip data, cut short, or damaged
         raise NmtkitError(f"cannot read {path}: {getattr(error, 'strerror', None) or error}") from error
 
 
-def iter_parallel(src_path: str | Path, tgt_path: str | Path) -> Iterator[tuple[str, str]]:
-    """The line pairs of two line-aligned files, read one at a time; once either file ends, different line counts
-    or no lines at all are errors."""
-    sources, targets = iter_lines(src_path), iter_lines(tgt_path)
+def iter_parallel(src_path: str | Path, tgt_path: str | Path, max_bytes: int | None = MAX_LINE_BYTES,
+                  remedy: str = RAISE_LIMIT) -> Iterator[tuple[str, str]]:
+    """The line pairs of two line-aligned files, read one at a time (`iter_lines`, lines of at most `max_bytes`);
+    once either file ends, different line counts or no lines at all are errors."""
+    sources, targets = iter_lines(src_path, max_bytes, remedy), iter_lines(tgt_path, max_bytes, remedy)
     count = 0
     for src in sources:
         tgt = next(targets, None)
@@ -77,10 +76,11 @@ def iter_parallel(src_path: str | Path, tgt_path: str | Path) -> Iterator[tuple[
         raise NmtkitError(f"{src_path} and {tgt_path} are empty")
 
 
-def iter_tsv(path: str | Path) -> Iterator[tuple[str, str]]:
-    """The `source<TAB>target` lines of a file, read one at a time; a file without lines is an error."""
+def iter_tsv(path: str | Path, max_bytes: int | None = MAX_LINE_BYTES) -> Iterator[tuple[str, str]]:
+    """The `source<TAB>target` lines of a file, read one at a time (lines of at most `max_bytes`); a file without
+    lines is an error."""
     number = 0
-    for number, line in enumerate(iter_lines(path), 1):
+    for number, line in enumerate(iter_lines(path, max_bytes), 1):
         parts = line.split("\t")
         if len(parts) != 2:
             raise NmtkitError(f"{path}:{number}: expected 2 tab-separated fields, found {len(parts)}")

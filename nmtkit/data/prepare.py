@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import json
 import logging
@@ -14,11 +15,11 @@ from typing import TextIO
 
 import numpy as np
 
-from nmtkit.config import DataConfig
+from nmtkit.config import MAX_LINE_BYTES, DataConfig
 from nmtkit.data.corpus import FilterStats, filter_pairs, iter_lines, iter_parallel, iter_tsv, median_length_ratio
 from nmtkit.data.dataset import TokenWriter
 from nmtkit.data.staging import staged_output
-from nmtkit.data.subword import UNK, Subword, train_subword
+from nmtkit.data.subword import UNK, Subword, check_room, train_subword
 from nmtkit.errors import NmtkitError
 from nmtkit.placeholders import PairMasking, Patterns, load_patterns, mask_pair, reserved_symbols
 
@@ -38,6 +39,7 @@ class SplitFiles:
     tgt: Path | None = None
     tsv: Path | None = None
     name: str = "train"
+    max_line_bytes: int = MAX_LINE_BYTES  # data.max_line_bytes: `capped` sets it
 
     def __post_init__(self):
         if self.tsv is not None and (self.src or self.tgt):
@@ -52,8 +54,12 @@ class SplitFiles:
     def pairs(self) -> Iterator[tuple[str, str]]:
         """The (source, target) lines, read one at a time and checked (UTF-8, equal line counts, not empty)."""
         if self.tsv is not None:
-            return iter_tsv(self.tsv)
-        return iter_parallel(self.src, self.tgt)
+            return iter_tsv(self.tsv, self.max_line_bytes)
+        return iter_parallel(self.src, self.tgt, self.max_line_bytes)
+
+    def capped(self, config: DataConfig) -> SplitFiles:
+        """These files, read with `config.max_line_bytes`."""
+        return dataclasses.replace(self, max_line_bytes=config.max_line_bytes)
 
     def check(self) -> int:
         """Read the files through once, before any work: their errors surface now; returns the number of pairs."""
@@ -149,8 +155,9 @@ def load_subwords(data_dir: Path) -> tuple[Subword, Subword]:
 
 def subword_sample(paths: list[Path], count: int, config: DataConfig) -> Iterator[str]:
     """The lines of `paths` (`count` in all) SentencePiece trains on: every line, or `config.max_sentences` of them
-    drawn at random with `config.seed`, read from disk in file order."""
-    lines = (line for path in paths for line in iter_lines(path))
+    drawn at random with `config.seed`, read from disk in file order. (Prepare wrote `paths` from lines it had
+    capped; masking may have lengthened them, so they are read without a cap.)"""
+    lines = (line for path in paths for line in iter_lines(path, None))
     if not config.max_sentences or count <= config.max_sentences:
         return lines
     chosen = np.zeros(count, dtype=bool)
@@ -226,7 +233,7 @@ def binarize(name: str, models: tuple[Subword, Subword], out: Path, prefixes: So
     for side, model in zip(("src", "tgt"), models):
         writer = TokenWriter(out / f"{name}.{side}")
         for copy in range(copies):
-            lines = iter_lines(out / f"{name}.{side}.txt")
+            lines = iter_lines(out / f"{name}.{side}.txt", None)  # written by prepare, from capped lines
             done = 0
             while chunk := list(itertools.islice(lines, CHUNK)):
                 seed = int(np.random.SeedSequence([config.seed, copy, done]).generate_state(1)[0]) if copy else 0
@@ -271,6 +278,9 @@ def prepare_data(splits: dict[str, SplitFiles], out: Path, config: DataConfig,
     `out` as it was."""
     if "train" not in splits:
         raise NmtkitError("prepare needs training data (--train-src/--train-tgt or --train-tsv)")
+    if subwords is None:
+        check_room(config, config.vocab_size, (), TrainingMasking.of(config).symbols)
+    splits = {name: files.capped(config) for name, files in splits.items()}
     with staged_output(out, overwrite) as staging:
         return _write_data(splits, staging, config, langs, subwords)
 

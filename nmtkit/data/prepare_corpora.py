@@ -17,6 +17,7 @@ does. The tags must then be in that vocabulary already, as the control symbols a
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -40,7 +41,7 @@ from nmtkit.data.prepare import (
     write_pairs,
 )
 from nmtkit.data.staging import staged_output
-from nmtkit.data.subword import BOS, EOS, PAD, Subword, train_subword
+from nmtkit.data.subword import BOS, EOS, PAD, Subword, check_room, train_subword
 from nmtkit.errors import NmtkitError
 
 
@@ -66,6 +67,11 @@ def prepare_corpora(corpora: list[Corpus], out: Path, config: DataConfig, langs:
     if subwords is not None:
         TrainingMasking.of(config).check_vocabulary(subwords)
         _check_tags(corpora, subwords[0])
+    else:
+        check_room(config, config.vocab_size, [symbol for symbol, _ in _tags(corpora)],
+                   TrainingMasking.of(config).symbols)
+    corpora = [dataclasses.replace(corpus, splits={name: files.capped(config) for name, files in corpus.splits.items()})
+               for corpus in corpora]
     with staged_output(out, overwrite) as staging:
         return _write_corpora(corpora, staging, config, langs, subwords)
 

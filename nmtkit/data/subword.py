@@ -10,18 +10,23 @@ from __future__ import annotations
 
 import functools
 import io
+import itertools
 import logging
 import os
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Iterator, Sequence
 
 import sentencepiece as spm
 
 from nmtkit.config import DataConfig
+from nmtkit.errors import NmtkitError
 
 log = logging.getLogger(__name__)
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 BYTE_FALLBACK_MIN_VOCAB = 1024  # the 256 byte pieces take at most a quarter of the vocabulary
+SPECIAL_PIECES, BYTE_PIECES = 4, 256  # PAD, UNK, BOS, EOS; byte fallback's pieces
+MAX_SENTENCE_BYTES = 4192  # SentencePiece's max_sentence_length: it learns from no longer line (nor an empty one)
 
 
 class Subword:
@@ -69,6 +74,60 @@ class Subword:
                 "exact_spaces": not model.normalizer_spec.remove_extra_whitespaces}
 
 
+def uses_byte_fallback(config: DataConfig, vocab_size: int) -> bool:
+    return config.byte_fallback and vocab_size >= BYTE_FALLBACK_MIN_VOCAB
+
+
+def check_room(config: DataConfig, vocab_size: int, control_symbols: Sequence[str] = (),
+               user_symbols: Sequence[str] = ()) -> None:
+    """An error, before any text is read, for a vocabulary that the pieces SentencePiece reserves would fill
+    (its trainers fail on it with an internal check: `vocab_size >= 0`). Its word trainer counts each user symbol
+    twice."""
+    twice = config.subword == "word"
+    parts = {"special pieces (padding, unknown, start, end)": SPECIAL_PIECES, "tags": len(control_symbols),
+             "for the placeholder symbols (data.placeholders" + (", counted twice by a word model)" if twice else ")"):
+             len(user_symbols) * (2 if twice else 1),
+             "byte pieces (data.byte_fallback)": BYTE_PIECES if uses_byte_fallback(config, vocab_size) else 0}
+    reserved = sum(parts.values())
+    if vocab_size <= reserved:
+        listed = ", ".join(f"{count} {what}" for what, count in parts.items() if count)
+        raise NmtkitError(f"data.vocab_size {vocab_size} leaves no piece for text: {listed} take {reserved}; give a "
+                          f"vocabulary of more than {reserved}")
+
+
+def learnable(lines: Iterable[str]) -> Iterator[str]:
+    """`lines` without those SentencePiece skips (empty, or longer than MAX_SENTENCE_BYTES); an error before
+    training when no line is left (its trainer fails on it with an internal check: `!sentences_.empty()`)."""
+    sampled = 0
+
+    def kept() -> Iterator[str]:
+        nonlocal sampled
+        for line in lines:
+            sampled += 1
+            if line and (len(line) * 4 <= MAX_SENTENCE_BYTES or len(line.encode()) <= MAX_SENTENCE_BYTES):
+                yield line
+
+    remaining = kept()
+    first = next(remaining, None)
+    if first is None:
+        raise NmtkitError(f"no line to learn subwords from: the {sampled} training line(s) sampled are empty or "
+                          f"longer than {MAX_SENTENCE_BYTES} bytes (SentencePiece learns from none of those)")
+    return itertools.chain([first], remaining)
+
+
+def trainer_error(error: RuntimeError, config: DataConfig, vocab_size: int) -> NmtkitError:
+    """A one-line error for a failure of SentencePiece's trainer (a vocabulary too small for the text's characters,
+    or another internal check)."""
+    message = str(error).splitlines()[0] if str(error) else type(error).__name__
+    if found := re.search(r"smaller than required_chars\. [0-9]+ vs ([0-9]+)", message):
+        return NmtkitError(f"data.vocab_size {vocab_size} is too small for this text: its characters (at "
+                           f"data.character_coverage {config.character_coverage}) and the reserved pieces need "
+                           f"{found.group(1)}; raise data.vocab_size to {found.group(1)} or more, or lower "
+                           "data.character_coverage")
+    reason = re.sub(r"^[A-Z_]+: (src/\S+ )?", "", message)
+    return NmtkitError(f"SentencePiece could not learn a {config.subword} model of {vocab_size} pieces: {reason}")
+
+
 def train_subword(lines: Iterable[str], config: DataConfig, vocab_size: int,
                   control_symbols: Sequence[str] = (), user_symbols: Sequence[str] = ()) -> Subword:
     """Train SentencePiece on `lines` (prepare samples them down to `config.max_sentences`). `control_symbols`
@@ -77,14 +136,26 @@ def train_subword(lines: Iterable[str], config: DataConfig, vocab_size: int,
 
     With the `identity` rule the text is taken as it is, spaces included (`remove_extra_whitespaces` off), so
     that decoding gives back every byte; the NFKC rules collapse spaces as SentencePiece always did."""
-    byte_fallback = config.byte_fallback and vocab_size >= BYTE_FALLBACK_MIN_VOCAB
+    check_room(config, vocab_size, control_symbols, user_symbols)
+    byte_fallback = uses_byte_fallback(config, vocab_size)
     if config.byte_fallback and not byte_fallback:
         log.info("byte fallback off: a vocabulary of %d has no room for 256 byte pieces (needs %d or more)",
                  vocab_size, BYTE_FALLBACK_MIN_VOCAB)
     model = io.BytesIO()
+    try:
+        run_trainer(learnable(lines), model, config, vocab_size, byte_fallback, control_symbols, user_symbols)
+    except RuntimeError as error:
+        raise trainer_error(error, config, vocab_size) from error
+    return Subword(model.getvalue())
+
+
+def run_trainer(lines: Iterator[str], model: io.BytesIO, config: DataConfig, vocab_size: int, byte_fallback: bool,
+                control_symbols: Sequence[str], user_symbols: Sequence[str]) -> None:
+    """SentencePiece's trainer on `lines`, writing its model to `model`."""
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(lines),  # SentencePiece keeps what it reads
+        sentence_iterator=lines,  # SentencePiece keeps what it reads
         model_writer=model,
+        max_sentence_length=MAX_SENTENCE_BYTES,
         model_type=config.subword,
         vocab_size=vocab_size,
         character_coverage=config.character_coverage,
@@ -101,4 +172,3 @@ def train_subword(lines: Iterable[str], config: DataConfig, vocab_size: int,
         num_threads=os.cpu_count() or 1,
         minloglevel=2,
     )
-    return Subword(model.getvalue())

@@ -49,7 +49,7 @@ def dev_scores(loaded: LoadedModel, dev: ParallelData, data_dir: Path, device: t
     loaded.model.eval()
     kept = dev.kept[: max_sentences or None]
     sources, references = ([lines[index] for index in kept] for lines in
-                           (read_lines(data_dir / f"dev.{side}.txt") for side in ("src", "tgt")))
+                           (read_lines(data_dir / f"dev.{side}.txt", None) for side in ("src", "tgt")))
     translator = Translator(TorchEngine(loaded, DecodeConfig(beam=1, batch_tokens=loaded.config.decode.batch_tokens),
                                         device))
     groups = [(loaded.langs[1], list(range(len(kept))))] if dev.corpus is None else \
