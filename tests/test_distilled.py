@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from cli_runner import assert_error, nmtkit
 
+import nmtkit.data.distilled as distilled
 from nmtkit.data.distilled import filter_distilled
 from nmtkit.data.distilled_config import DistillFilterConfig
 from nmtkit.errors import NmtkitError
@@ -80,3 +82,71 @@ def test_errors(tmp_path):
     with pytest.raises(NmtkitError, match="lines"):
         hyp.write_text("one ||| -1\n", encoding="utf-8")
         filter_distilled(src, hyp, tmp_path / "a", tmp_path / "b", DistillFilterConfig())
+
+
+def distill_args(src, hyp, out_src, out_tgt, *extra) -> list[str]:
+    return ["filter-distilled", "--src", str(src), "--hyp", str(hyp), "--out-src", str(out_src),
+            "--out-tgt", str(out_tgt), *extra]
+
+
+@pytest.mark.parametrize(("line", "needle"), [
+    ("one two", "no ` ||| score`"), ("one ||| nan", "a finite number"), ("one ||| inf", "a finite number"),
+    ("one ||| -Infinity", "a finite number"), ("one ||| abc", "a finite number"), ("one ||| ", "no ` ||| score`"),
+    ("one ||| 1e999", "a finite number")])
+def test_a_score_that_is_not_a_finite_number_is_an_error_naming_the_line(tmp_path, line, needle):
+    """A NaN score ranked last and left `kept_score_range` NaN (invalid JSON in the summary); now no score but a
+    finite one is read."""
+    src, hyp = write_pairs(tmp_path)
+    lines = hyp.read_text(encoding="utf-8").splitlines()
+    lines[5] = line
+    hyp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert_error(nmtkit(*distill_args(src, hyp, tmp_path / "a", tmp_path / "b")), "distilled.en:6", needle)
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize(("src_bytes", "hyp_bytes", "needle"), [
+    (b"", b"", "empty"), (b"uno\n", b"one ||| -1\ntwo ||| -1\n", "has 1 lines but"),
+    (b"uno\ndos\n", b"one ||| -1\n", "has 2 lines but"), (b"uno \xff\n", b"one ||| -1\n", "train.es:1: invalid UTF-8"),
+    (b"uno\n", b"one \xc3 ||| -1\n", "distilled.en:1: invalid UTF-8")])
+def test_hostile_files_are_one_line_errors_and_write_nothing(tmp_path, src_bytes, hyp_bytes, needle):
+    src, hyp = tmp_path / "train.es", tmp_path / "distilled.en"
+    src.write_bytes(src_bytes)
+    hyp.write_bytes(hyp_bytes)
+    (tmp_path / "a").write_text("kept from before\n")
+    assert_error(nmtkit(*distill_args(src, hyp, tmp_path / "a", tmp_path / "b")), needle)
+    assert (tmp_path / "a").read_text() == "kept from before\n" and not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("link", ["same", "symlink", "hardlink"])
+def test_outputs_onto_the_inputs_or_each_other_are_refused(tmp_path, link):
+    src, hyp = write_pairs(tmp_path)
+    target = tmp_path / "alias"
+    if link == "symlink":
+        target.symlink_to(src)
+    elif link == "hardlink":
+        target.hardlink_to(src)
+    else:
+        target = src
+    before = src.read_bytes(), hyp.read_bytes()
+    assert_error(nmtkit(*distill_args(src, hyp, target, tmp_path / "b")), "--out-src", "--src")
+    assert_error(nmtkit(*distill_args(src, hyp, tmp_path / "a", tmp_path / "b", "--report", str(hyp))), "--report")
+    assert_error(nmtkit(*distill_args(src, hyp, tmp_path / "a", tmp_path / "a")), "--out-src and --out-tgt")
+    assert (src.read_bytes(), hyp.read_bytes()) == before
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_a_full_disk_is_one_line_and_the_previous_outputs_stay(tmp_path, monkeypatch):
+    """Each output is written to a temporary file that the kernel refuses (/dev/full: ENOSPC), as a full disk."""
+    src, hyp = write_pairs(tmp_path)
+    (tmp_path / "a").write_text("a from before\n")
+    (tmp_path / "b").write_text("b from before\n")
+
+    def full_disk(handle, *args, **kwargs):
+        os.close(handle)
+        return open("/dev/full", *args, **kwargs)
+
+    monkeypatch.setattr(distilled.os, "fdopen", full_disk)
+    assert_error(nmtkit(*distill_args(src, hyp, tmp_path / "a", tmp_path / "b")), "cannot write", "/a",
+                 "No space left on device", "kept")
+    assert (tmp_path / "a").read_text() == "a from before\n" and (tmp_path / "b").read_text() == "b from before\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a", "b", "distilled.en", "train.es"]

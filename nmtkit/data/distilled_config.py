@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nmtkit.config import option
+from nmtkit.config import LINE_CAP_HELP, MAX_LINE_BYTES, option
 from nmtkit.config_values import check_numbers
 from nmtkit.errors import NmtkitError
 
@@ -22,6 +22,7 @@ class DistillFilterConfig:
                                    "(0 = off)", low=0.0)
     drop_worst: float = option(0.0, "drop this share (0-1) of the pairs, those with the lowest teacher score per "
                                     "token", low=0.0, high=1.0)
+    max_line_bytes: int = option(MAX_LINE_BYTES, LINE_CAP_HELP, low=1)
 
     def __post_init__(self):
         check_numbers(self)
