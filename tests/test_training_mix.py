@@ -233,11 +233,36 @@ def test_a_corpus_without_a_pair_to_train_on_is_an_error_naming_it():
     ([{"mix": {"clean": 1}}], {"max_epochs": 2}, "train.max_epochs"),
     ([{"mix": {"clean": "x"}}], {}, "train.stages[0].mix.clean"),
     ({"mix": {"clean": 1}}, {}, "train.stages: expected a list"),
+    ([{"mix": {"clean": float("nan")}}], {}, "train.stages[0].mix.clean: expected a finite number"),
+    ([{"mix": {"clean": float("inf")}}], {}, "train.stages[0].mix.clean: expected a finite number"),
+    ([{"mix": {"clean": 0, "bt": 0}}], {}, "one at least is above 0"),
+    ([{"mix": {"clean": True}}], {}, "train.stages[0].mix.clean: expected float"),
+    ([{"mix": {"clean": 1e308, "bt": 1e308}}], {}, "stage 1's mix weights sum to more than a float holds"),
+    ([{"mix": {"clean": 1}, "until": {"epochs": {"clean": float("inf")}}}], {}, "expected a finite number"),
+    ([{"mix": {"clean": 1}, "until": {"updates": 1.5}}], {}, "until.updates: expected int"),
 ])
 def test_bad_stages_are_one_line_errors(stages_setting, extra, needle):
     with pytest.raises(NmtkitError) as error:
         completed(build_config({"train": {"stages": stages_setting, "batch_tokens": 64, **extra}}))
     assert needle in str(error.value) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(("until", "budget", "never"), [
+    ([{"updates": 60}, {"updates": 60}], {"max_steps": 100}, "stage 3 of 3 never starts: the stages before it last "
+                                                             "120 updates, the run's budget (train.max_steps) 100"),
+    ([{"time": "2m"}], {"max_time": "2m"}, "stage 2 of 2 never starts: the stages before it last 120 s"),
+    ([{"updates": 60, "epochs": {"clean": 1}}], {"max_steps": 50}, None),  # the epochs may come first
+    ([{"updates": 60}, {"updates": 60}], {"max_steps": 121}, None),
+])
+def test_a_stage_the_budget_ends_before_is_a_warning(caplog, until, budget, never):
+    """Each stage's until counts from its own start, so no order of them is an error; but stages before a stage that
+    add up to the whole budget leave it unreached. A warning: a short trial of a staged config stops early on
+    purpose."""
+    setting = [{"mix": {"clean": 1}, "until": condition} for condition in until] + [{"mix": {"clean": 1}}]
+    with caplog.at_level("WARNING", logger="nmtkit.training"):
+        completed(build_config({"train": {"stages": setting, "batch_tokens": 64, **budget}}))
+    warnings = [record.getMessage() for record in caplog.records if "never starts" in record.getMessage()]
+    assert [never in message for message in warnings] == ([True] if never else [])
 
 
 def test_without_stages_the_batch_order_is_the_epoch_order_of_before(tmp_path: Path):

@@ -5,6 +5,8 @@ the settings left to the device are filled in and the settings that clash are re
 from __future__ import annotations
 
 import dataclasses
+import logging
+import math
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,8 @@ from nmtkit.runtime.device import pick_device
 from nmtkit.training.finetune import read_start, saved_model_section
 from nmtkit.training.modifiers import check_modifier_names
 from nmtkit.training.schedule import resolve_schedule
+
+log = logging.getLogger(__package__)
 
 
 def train_config(path: Path | None, resumed: Path | None, model: str | None, overrides: list[str],
@@ -101,7 +105,31 @@ def check_stages(train) -> None:
     for stage in train.stages:
         for chances in stage.modifiers.values():
             check_modifier_names(list(chances), "train.stages modifiers")
+    for index, stage in enumerate(train.stages, 1):
+        if not math.isfinite(sum(stage.mix.values())):
+            raise NmtkitError(f"train.stages: stage {index}'s mix weights sum to more than a float holds; give them on "
+                              "a smaller scale (only their ratios count)")
     for index, stage in enumerate(train.stages[:-1], 1):
         if not (stage.until.updates or stage.until.epochs or stage.until.time):
             raise NmtkitError(f"train.stages: stage {index} of {len(train.stages)} has no until (updates, epochs "
                               "or time), so the stages after it would never start")
+    warn_unreached_stages(train)
+
+
+def warn_unreached_stages(train) -> None:
+    """A warning for the first stage that the budget ends before, where the stages before it end by updates
+    alone (or by time alone) and those add up to train.max_steps (train.max_time) or more: it would never start.
+    (Each stage's until counts from the stage's own start.) A warning, not an error: a short trial run of a staged
+    config (a smaller --max-steps) is meant to stop early."""
+    for budget, name, setting, unit in ((train.max_steps, "updates", "max_steps", " updates"),
+                                        (train.max_time, "time", "max_time", " s")):
+        spent = 0.0
+        for index, stage in enumerate(train.stages[:-1], 1):
+            only = [key for key in ("updates", "epochs", "time") if getattr(stage.until, key)] == [name]
+            if not (budget and only):
+                break
+            spent += getattr(stage.until, name)
+            if spent >= budget:
+                log.warning("train.stages: stage %d of %d never starts: the stages before it last %g%s, the run's "
+                            "budget (train.%s) %g%s", index + 1, len(train.stages), spent, unit, setting, budget, unit)
+                return
