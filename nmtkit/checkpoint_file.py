@@ -28,4 +28,20 @@ def load_checkpoint(path: str | Path,
     if payload["format"] != FORMAT:
         raise NmtkitError(f"checkpoint {path} has format {payload['format']}, this nmtkit reads format {FORMAT}; "
                           f"it was written by nmtkit {payload.get('nmtkit_version', '?')}")
+    if problem := layout_problem(payload):
+        raise NmtkitError(f"checkpoint {path} is damaged ({problem}); {remedy}")
     return payload
+
+
+def layout_problem(payload: dict) -> str | None:
+    """What is missing or of the wrong type in a checkpoint's payload (its config, subword models, weights); None
+    when they are all there, so that a reader may index them."""
+    subword, weights = payload.get("subword"), payload.get("model")
+    if not isinstance(payload.get("config"), dict):
+        return "no config"
+    if not (isinstance(subword, dict) and isinstance(subword.get("joint"), bool)
+            and all(isinstance(subword.get(side), bytes) for side in ("src", "tgt"))):
+        return "no subword models"
+    if not (isinstance(weights, dict) and all(isinstance(value, torch.Tensor) for value in weights.values())):
+        return "no weights"
+    return None

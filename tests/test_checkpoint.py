@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import random
+import re
+import time
 
 import pytest
 import torch
@@ -163,7 +165,7 @@ def test_failed_save_keeps_the_previous_checkpoint(tmp_path, trained, monkeypatc
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(checkpoint.torch, "save", write_half_then_fail)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(NmtkitError, match=f"cannot write checkpoint {path}: No space left on device; the one there"):
         save_atomic(make_payload(config, model, (subword, subword), {"step": 2}), path)
     assert path.read_bytes() == before
     assert sorted(os.listdir(tmp_path)) == ["last.pt"]
@@ -204,3 +206,74 @@ def test_truncate_metrics_drops_records_after_the_step_and_a_cut_line(tmp_path):
     assert path.read_text() == '{"step": 10, "a": 1}\n{"step": 20}\n'
     checkpoint.truncate_metrics(tmp_path / "absent.jsonl", 5)  # nothing to do
     assert not (tmp_path / "absent.jsonl").exists()
+
+
+def test_a_full_disk_under_torch_save_is_one_line_naming_the_reason(tmp_path, trained, monkeypatch):
+    """torch.save turns a failed write into a RuntimeError that no longer says why (`unexpected pos`): a traceback
+    through `train` before. Here the kernel refuses the writes (/dev/full: ENOSPC) as a full disk does."""
+    config, model, subword = trained
+    path = tmp_path / "last.pt"
+    save_atomic(make_payload(config, model, (subword, subword), {"step": 1}), path)
+    before = path.read_bytes()
+
+    def full_disk(handle, *args, **kwargs):
+        os.close(handle)
+        return open("/dev/full", *args, **kwargs)
+
+    monkeypatch.setattr(checkpoint.os, "fdopen", full_disk)
+    with pytest.raises(NmtkitError, match="No space left on device; the one there is kept"):
+        save_atomic(make_payload(config, model, (subword, subword), {"step": 2}), path)
+    assert path.read_bytes() == before and sorted(os.listdir(tmp_path)) == ["last.pt"]
+    with pytest.raises(NmtkitError, match="nothing was written"):
+        save_atomic(make_payload(config, model, (subword, subword)), tmp_path / "model.pt")
+    assert sorted(os.listdir(tmp_path)) == ["last.pt"]
+
+
+@pytest.mark.parametrize(("model_change", "needle"), [
+    ({"d_model": 1 << 40}, "builds no model"),  # a traceback before: torch could not size it
+    ({"d_model": 1 << 20}, "decoder.0.blocks.0.norm.bias is (16,) in the file, (1048576,) by its config"),
+    ({"ffn": 1 << 30}, "do not match its config"),
+    ({"encoder_layers": 10**6}, "1000001 layers by its config, 49 weights in the file"),
+    ({"max_positions": 1 << 30}, "17179869184 elements beyond its weights"),
+    ({"heads": 0}, "builds no model (ZeroDivisionError"),
+    ({"ffn": -5}, "builds no model"),
+    ({"positions": "learned"}, "positions.table is missing in the file"),
+])
+def test_a_config_that_asks_for_more_than_its_weights_is_refused_before_allocating(trained, model_change, needle):
+    """A checkpoint is a file a user may be handed: its config is compared with the weights it holds on a model
+    without memory (the meta device), so a config asking for a d_model of 2^20 (a 4 TB layer) or a million layers
+    costs milliseconds, not the machine."""
+    config, model, subword = trained
+    payload = make_payload(config, model, (subword, subword))
+    payload["config"]["model"].update(model_change)
+    started = time.process_time()
+    with pytest.raises(NmtkitError) as error:
+        restore_model(payload, torch.device("cpu"))
+    assert needle in str(error.value) and "\n" not in str(error.value)
+    assert time.process_time() - started < 5
+
+
+@pytest.mark.parametrize(("damage", "needle"), [
+    (lambda payload: payload.pop("model"), "damaged (no weights)"),
+    (lambda payload: payload.update(config="transformer"), "damaged (no config)"),
+    (lambda payload: payload["subword"].update(src="a string"), "damaged (no subword models)"),
+    (lambda payload: payload["model"].update(extra=[1, 2]), "damaged (no weights)"),
+])
+def test_a_payload_missing_its_parts_is_an_error(tmp_path, trained, damage, needle):
+    config, model, subword = trained
+    payload = make_payload(config, model, (subword, subword))
+    damage(payload)
+    torch.save(payload, tmp_path / "damaged.pt")
+    with pytest.raises(NmtkitError, match=re.escape(needle)):
+        load_checkpoint(tmp_path / "damaged.pt")
+
+
+def test_damaged_subword_bytes_and_tags_beyond_the_vocabulary_are_errors(trained):
+    config, model, subword = trained
+    payload = make_payload(config, model, (subword, subword), tags={"de": subword.vocab_size + 5})
+    with pytest.raises(NmtkitError, match="its language tags are not ids of its vocabulary"):
+        restore_model(payload, torch.device("cpu"))
+    payload = make_payload(config, model, (subword, subword))
+    payload["subword"]["src"] = b"not a model"
+    with pytest.raises(NmtkitError, match="subword model is damaged"):
+        restore_model(payload, torch.device("cpu"))

@@ -11,14 +11,15 @@ import torch
 from training_runs import copy_task
 from typer.testing import CliRunner
 
-from nmtkit.checkpoint import load_checkpoint
+from nmtkit.checkpoint import load_checkpoint, save_atomic
 from nmtkit.cli import app
+from nmtkit.config_files import apply_overrides
 from nmtkit.data.command import vocabulary_of
 from nmtkit.errors import NmtkitError
 from nmtkit.run_config import build_config
 from nmtkit.training.command import train_command
 from nmtkit.training.config import completed
-from nmtkit.training.finetune import model_differences, spread
+from nmtkit.training.finetune import layer_maps, model_differences, spread
 from nmtkit.training.loop import Trainer, train
 
 MODEL = {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32}
@@ -173,3 +174,48 @@ def test_a_student_of_other_depths_cannot_continue_the_teachers_optimizer(teache
 def test_init_layers_without_a_checkpoint_is_an_error():
     with pytest.raises(NmtkitError, match="give --init-from"):
         config(init_layers="spread")
+
+
+@pytest.mark.parametrize(("rule", "needle"), [
+    ("encoder:-1,0", "'encoder:-1,0' is not spread or STACK:LAYERS"),
+    ("encoder:0,3", "encoder needs 2 layer(s) of the checkpoint's 3 (0-2), got 0,3"),
+    ("encoder:0,99999999999999999999", "got 0,99999999999999999999"),
+    ("encoder:0", "encoder needs 2 layer(s)"),
+    ("encoder:0,1 encoder:1,2", "each stack once"),
+    (" ", "' ' is not spread"),
+    ("encoder:0;1", "is not spread"),
+    ("encoder:٠,١", "is not spread"),  # digits of another script are not layer numbers
+])
+def test_bad_layer_maps_are_one_line_errors(rule, needle):
+    teacher, student = {"encoder_layers": 3, "decoder_layers": 3}, {"encoder_layers": 2, "decoder_layers": 1}
+    with pytest.raises(NmtkitError) as error:
+        layer_maps(rule, teacher, student)
+    assert needle in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_repeated_teacher_layer_is_a_choice_and_a_checkpoint_without_depths_an_error():
+    """A deeper student repeats layers (spread does too), so naming a teacher layer twice is allowed."""
+    teacher, student = {"encoder_layers": 3, "decoder_layers": 3}, {"encoder_layers": 2, "decoder_layers": 1}
+    assert layer_maps("encoder:1,1", teacher, student) == {"encoder": [1, 1], "decoder": [0]}
+    with pytest.raises(NmtkitError, match="the checkpoint's model settings give no encoder_layers"):
+        layer_maps("spread", {"decoder_layers": 3}, student)
+
+
+@pytest.mark.parametrize("value", ["5", "[0, 1]", "{encoder: 1}"])
+def test_init_layers_of_another_type_is_a_one_line_error(value):
+    with pytest.raises(NmtkitError, match="train.init_layers"):
+        completed(build_config(apply_overrides({"train": {"init_from": "x.pt"}}, [f"train.init_layers={value}"])))
+
+
+def test_a_checkpoint_whose_config_asks_for_more_than_its_weights_is_refused_before_a_run_builds_it(parent: Path,
+                                                                                                    tmp_path: Path):
+    """A fine-tuning run without a model section builds the checkpoint's architecture: a config naming a d_model of
+    2^20 over weights of 16 would have allocated terabytes; it is compared with the weights first."""
+    payload = load_checkpoint(parent / "run" / "model.pt")
+    payload["config"]["model"]["d_model"] = 1 << 20
+    save_atomic(payload, tmp_path / "hostile.pt")
+    result = CliRunner().invoke(app, ["--quiet", "train", "--data", str(tmp_path / "no-data"), "--out",
+                                      str(tmp_path / "run"), "--init-from", str(tmp_path / "hostile.pt")])
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.exit_code == 1 and len(errors) == 1, result.output
+    assert "hostile.pt: checkpoint weights do not match its config" in errors[0]

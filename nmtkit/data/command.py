@@ -46,8 +46,11 @@ def vocabulary_of(path: str | Path) -> tuple[Subword, Subword]:
     path = Path(path)
     if path.suffix == ".pt":
         saved = load_checkpoint(path)["subword"]
-        source = Subword(saved["src"])
-        return source, source if saved["joint"] else Subword(saved["tgt"])
+        try:
+            source = Subword(saved["src"])
+            return source, source if saved["joint"] else Subword(saved["tgt"])
+        except RuntimeError as error:  # SentencePiece refuses bytes that are not a model
+            raise NmtkitError(f"checkpoint {path} is damaged (its subword model); use another checkpoint") from error
     try:
         model = Subword(path.read_bytes())
     except OSError as error:

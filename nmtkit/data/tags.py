@@ -49,3 +49,13 @@ def tag_ids(tag: str, subword: Subword, language_tags: dict[str, int]) -> list[i
     known = sorted(corpus_tags(subword, language_tags))
     has = f"this model's tags are {', '.join(known)}" if known else "this model was trained without corpus tags"
     raise NmtkitError(f"unknown --tag {tag!r}; {has}")
+
+
+def checked_tag_ids(tags: object, vocab_size: int, where: str) -> dict[str, int]:
+    """A model file's target-language tags (`{language: id}`, None: none) when each id is a piece of its source
+    vocabulary of `vocab_size`; else an error starting with `where`."""
+    tags = tags or {}
+    if not (isinstance(tags, dict) and all(isinstance(lang, str) and type(index) is int and 0 <= index < vocab_size
+                                           for lang, index in tags.items())):
+        raise NmtkitError(f"{where}: its language tags are not ids of its vocabulary ({str(tags)[:80]})")
+    return tags

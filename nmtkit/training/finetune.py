@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from nmtkit.checkpoint import read_payload
 from nmtkit.checkpoint_file import load_checkpoint
 from nmtkit.data.subword import Subword
 from nmtkit.errors import NmtkitError
@@ -40,8 +41,14 @@ def model_differences(saved: dict, wanted: dict, depths_may_differ: bool = False
 
 
 def read_start(path: str | Path) -> dict:
-    """The checkpoint a fine-tuning run starts from (read once: for its model section and its weights)."""
-    return load_checkpoint(path, "start from another checkpoint, e.g. model.pt of the run")
+    """The checkpoint a fine-tuning run starts from (read once: for its model section and its weights), its config
+    checked against its weights before a run builds a model by it (`read_payload`)."""
+    payload = load_checkpoint(path, "start from another checkpoint, e.g. model.pt of the run")
+    try:
+        read_payload(payload)
+    except NmtkitError as error:
+        raise NmtkitError(f"{path}: {error}") from error
+    return payload
 
 
 def spread(teacher: int, student: int) -> list[int]:
@@ -53,21 +60,33 @@ def spread(teacher: int, student: int) -> list[int]:
     return [round(layer * (teacher - 1) / (student - 1)) for layer in range(student)]
 
 
+def depth(model: dict, stack: str, whose: str) -> int:
+    """The number of layers of `stack` in model settings `model` (a checkpoint's, or the run's)."""
+    layers = model.get(STACKS[stack])
+    if isinstance(layers, bool) or not isinstance(layers, int) or layers < 0:
+        raise NmtkitError(f"train.init_layers: {whose} model settings give no {STACKS[stack]} (got {layers!r})")
+    return layers
+
+
 def layer_maps(rule: str, saved: dict, wanted: dict) -> dict[str, list[int]]:
-    """For each stack, the teacher layer each student layer starts from, by `rule` (train.init_layers)."""
-    maps = {stack: spread(saved[depth], wanted[depth]) for stack, depth in STACKS.items() if depth in wanted}
+    """For each stack, the teacher layer each student layer starts from, by `rule` (train.init_layers). A teacher
+    layer may be named twice (a deeper student repeats layers, as `spread` does); a stack may not."""
+    maps = {stack: spread(depth(saved, stack, "the checkpoint's"), depth(wanted, stack, "the run's"))
+            for stack in STACKS}
     if rule == "spread":
         return maps
-    for part in rule.split():
+    named: set[str] = set()
+    for part in rule.split() or [rule]:
         stack, _, layers = part.partition(":")
-        if stack not in STACKS or not re.fullmatch(r"[0-9]+(,[0-9]+)*", layers):
-            raise NmtkitError(f"train.init_layers: {part!r} is not spread or STACK:LAYERS (e.g. 'encoder:0,1,2 "
-                              "decoder:2')")
-        chosen = [int(layer) for layer in layers.split(",")]
-        if len(chosen) != wanted[STACKS[stack]] or max(chosen) >= saved[STACKS[stack]]:
-            raise NmtkitError(f"train.init_layers: {stack} needs {wanted[STACKS[stack]]} layer(s) of the "
-                              f"checkpoint's {saved[STACKS[stack]]} (0-{saved[STACKS[stack]] - 1}), got {layers}")
+        if stack not in STACKS or not re.fullmatch(r"[0-9]+(,[0-9]+)*", layers) or stack in named:
+            raise NmtkitError(f"train.init_layers: {part!r} is not spread or STACK:LAYERS, each stack once (e.g. "
+                              "'encoder:0,1,2 decoder:2')")
+        chosen, teacher = [int(layer) for layer in layers.split(",")], depth(saved, stack, "the checkpoint's")
+        if len(chosen) != len(maps[stack]) or max(chosen) >= teacher:
+            raise NmtkitError(f"train.init_layers: {stack} needs {len(maps[stack])} layer(s) of the checkpoint's "
+                              f"{teacher} (0-{teacher - 1}), got {layers}")
         maps[stack] = chosen
+        named.add(stack)
     return maps
 
 
