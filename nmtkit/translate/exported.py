@@ -10,6 +10,7 @@ from pathlib import Path
 from nmtkit.config import DecodeConfig
 from nmtkit.config_values import from_dict
 from nmtkit.data.subword import Subword
+from nmtkit.data.tags import checked_tag_ids
 from nmtkit.errors import NmtkitError
 
 MANIFEST, MANIFEST_FORMAT = "nmtkit.json", 1
@@ -33,32 +34,85 @@ class ExportedModel:
     placeholders: dict | None = None  # the checkpoint's placeholder masking (its training data's); None: none
 
 
+MAX_FILE_BYTES = {MANIFEST: 1 << 24, "subword": 1 << 28}  # far above any real one: a bound, not a guess
+
+
 def is_exported(path: Path) -> bool:
     return path.is_dir() and (path / MANIFEST).is_file()
 
 
+def own_path(directory: Path, name: object, what: str) -> Path:
+    """File `name` of an exported directory (`what` it is, for errors): a plain name (no folder, not absolute) of a
+    regular file that stays inside the directory once links are followed; else a one-line error (an nmtkit.json
+    that names `../../etc/passwd`, or a link out of the directory, reads nothing outside it)."""
+    if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
+        raise NmtkitError(f"{directory / MANIFEST} names {name!r} as its {what}, not a file of {directory}; export "
+                          "the model again")
+    path = directory / name
+    if not path.exists():
+        raise NmtkitError(f"{directory} is a damaged export (its {what} {name} is missing); export it again")
+    resolved = path.resolve()
+    if resolved.parent != directory.resolve() or not resolved.is_file():
+        raise NmtkitError(f"{directory} is a damaged export (its {what} {name} is not a file of the directory: a "
+                          "link out of it, or a folder); export it again")
+    return resolved
+
+
+def own_file(directory: Path, name: object, what: str, limit: int) -> bytes:
+    """The bytes of `own_path`, of at most `limit` bytes (read no further)."""
+    with open(own_path(directory, name, what), "rb") as file:
+        data = file.read(limit + 1)
+    if len(data) > limit:
+        raise NmtkitError(f"{directory} is a damaged export (its {what} {name} is over {limit} bytes); export it "
+                          "again")
+    return data
+
+
+def read_manifest(directory: Path) -> dict:
+    """An exported directory's nmtkit.json, of this nmtkit's format."""
+    try:
+        info = json.loads(own_file(directory, MANIFEST, "manifest", MAX_FILE_BYTES[MANIFEST]).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as error:
+        raise NmtkitError(f"{directory / MANIFEST} is damaged ({type(error).__name__}); export the model again") \
+            from error
+    if not isinstance(info, dict) or info.get("format") != MANIFEST_FORMAT:
+        found = info.get("format") if isinstance(info, dict) else None
+        raise NmtkitError(f"{directory / MANIFEST} has format {found}; this nmtkit reads format {MANIFEST_FORMAT}: "
+                          "export the checkpoint again")
+    return info
+
+
+def read_subword(directory: Path, name: object) -> Subword:
+    try:
+        return Subword(own_file(directory, name, "subword model", MAX_FILE_BYTES["subword"]))
+    except RuntimeError as error:  # SentencePiece refuses bytes that are not a model
+        raise NmtkitError(f"{directory} is a damaged export ({name} is not a SentencePiece model); export it "
+                          "again") from error
+
+
 def load_exported(directory: Path) -> ExportedModel:
-    """Read an exported directory's nmtkit.json and subword model(s); a foreign directory is a one-line error."""
+    """Read an exported directory's nmtkit.json and subword model(s); a foreign or damaged directory, or one whose
+    nmtkit.json names files outside it, is a one-line error."""
     if not is_exported(directory):
         raise NmtkitError(f"{directory} is not a model exported by nmtkit export (it has no {MANIFEST})")
+    info = read_manifest(directory)
     try:
-        info = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
-        if info.get("format") != MANIFEST_FORMAT:
-            raise NmtkitError(f"{directory / MANIFEST} has format {info.get('format')}; this nmtkit reads format "
-                              f"{MANIFEST_FORMAT}: export the checkpoint again")
-        src_subword = Subword((directory / info["subword"]["src"]).read_bytes())
-        joint = info["subword"]["joint"]
-        tgt_subword = src_subword if joint else Subword((directory / info["subword"]["tgt"]).read_bytes())
+        src_subword = read_subword(directory, info["subword"]["src"])
+        joint = info["subword"]["joint"] is True
+        tgt_subword = src_subword if joint else read_subword(directory, info["subword"]["tgt"])
         config = info["config"]  # the checkpoint's whole config, read without the models (and torch)
         max_positions = int(config["model"]["max_positions"])
-    except (OSError, ValueError, KeyError, TypeError) as error:
+    except (ValueError, KeyError, TypeError) as error:
         raise NmtkitError(f"{directory} is a damaged export ({type(error).__name__}: {error}); export it again") \
             from error
+    if max_positions < 2:
+        raise NmtkitError(f"{directory} is a damaged export (max_positions {max_positions}); export it again")
     langs = info.get("langs") or {}
+    tags = checked_tag_ids(langs.get("tags"), src_subword.vocab_size, f"{directory} is a damaged export")
     shortlist = bool(info.get("shortlist"))
-    if shortlist and not (directory / VMAP).is_file():
-        raise NmtkitError(f"{directory} is a damaged export (its shortlist {VMAP} is missing); export it again")
+    if shortlist:
+        own_path(directory, VMAP, "shortlist")  # CTranslate2 reads it
     decode = from_dict(DecodeConfig, config.get("decode") or {}, "decode.")
     return ExportedModel(directory, decode, max_positions, src_subword, tgt_subword,
-                         (langs.get("src"), langs.get("tgt")), info.get("quantization", "?"), langs.get("tags") or {},
+                         (langs.get("src"), langs.get("tgt")), info.get("quantization", "?"), tags,
                          shortlist, info.get("placeholders"))
