@@ -194,19 +194,26 @@ def set_rng_state(state: dict, device: torch.device) -> None:
 
 
 def truncate_metrics(path: Path, step: int) -> None:
-    """Drop the records of steps after `step` (and a line cut short by a kill): a resumed run redoes them."""
+    """Drop the records of steps after `step` (and a line cut short by a kill): a resumed run redoes them. The file
+    is read a line at a time and rewritten only when something is dropped."""
     if not path.exists():
         return
 
-    def record_step(line: str) -> float:
+    def record_step(line: bytes) -> float:
         try:
             return json.loads(line).get("step", 0)
-        except json.JSONDecodeError:
+        except (ValueError, AttributeError):  # a cut line, or not a record
             return math.inf
 
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    kept = [line for line in lines if line.endswith("\n") and record_step(line) <= step]
-    if len(kept) != len(lines):
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text("".join(kept), encoding="utf-8")
+    tmp = path.with_name(f".{path.name}.tmp")
+    dropped = False
+    with open(path, "rb") as records, open(tmp, "wb") as kept:
+        for line in records:
+            if line.endswith(b"\n") and record_step(line) <= step:
+                kept.write(line)
+            else:
+                dropped = True
+    if dropped:
         os.replace(tmp, path)
+    else:
+        tmp.unlink()

@@ -14,6 +14,7 @@ import torch
 from cli_runner import assert_error, nmtkit
 
 from nmtkit.checkpoint import make_payload, save_atomic
+from nmtkit.config import MAX_LINE_BYTES
 from nmtkit.data.prepare import load_subwords
 from nmtkit.registry import build_model
 from nmtkit.run_config import build_config
@@ -228,3 +229,14 @@ def test_a_model_flag_that_disagrees_with_the_config(tmp_path: Path):
     config = write(tmp_path / "run.yaml", "model:\n  name: transformer\n  d_model: 32\n")
     assert_error(nmtkit("train", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "run"), "--config", config,
                         "--model", "luong"), "--model luong disagrees with", "run.yaml", "'transformer'")
+
+
+def test_a_line_longer_than_the_limit_is_an_error_in_translate(run: Path, tmp_path: Path):
+    """translate reads a line no longer than 1 MiB (at most that much of it held): a longer one is an error naming
+    the input and the line, not a line cut short (one output line per input line would then be a lie)."""
+    text = "a b\n" + "c " * (MAX_LINE_BYTES // 2) + "d\nb a\n"
+    source = write(tmp_path / "in.txt", text)
+    assert_error(nmtkit("translate", "-m", str(run / "model.pt"), "-i", source), "in.txt:2: line longer than 1048576")
+    assert_error(nmtkit("translate", "-m", str(run / "model.pt"), stdin=text), "<stdin>:2: line longer than")
+    output = tmp_path / "out.txt"
+    assert_error(nmtkit("translate", "-m", str(run / "model.pt"), "-i", source, "-o", str(output)), "in.txt:2")

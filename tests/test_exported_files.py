@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from cli_runner import assert_error, nmtkit
 
-import nmtkit.translate.exported as exported_module
 from nmtkit.config import DataConfig
+from nmtkit.data.lines import SMALL_FILE_BYTES
 from nmtkit.data.subword import train_subword
 from nmtkit.errors import NmtkitError
 from nmtkit.translate.exported import load_exported
@@ -84,10 +84,10 @@ def test_a_manifest_that_links_out_is_refused(tmp_path, proto):
 
 
 def test_files_far_larger_than_any_export_are_read_no_further_than_the_bound(tmp_path, proto, monkeypatch):
-    monkeypatch.setitem(exported_module.MAX_FILE_BYTES, "subword", len(proto) - 1)
+    monkeypatch.setitem(SMALL_FILE_BYTES, "subword model", len(proto) - 1)
     with pytest.raises(NmtkitError, match=f"source.spm is over {len(proto) - 1} bytes"):
         load_exported(export_dir(tmp_path, proto))
-    monkeypatch.setitem(exported_module.MAX_FILE_BYTES, "nmtkit.json", 10)
+    monkeypatch.setitem(SMALL_FILE_BYTES, "manifest", 10)
     with pytest.raises(NmtkitError, match="nmtkit.json is over 10 bytes"):
         load_exported(export_dir(tmp_path, proto))
 

@@ -17,7 +17,8 @@ from scaling import assert_linear
 
 from nmtkit.config import MAX_LINE_BYTES, DataConfig
 from nmtkit.data.corpus import iter_lines
-from nmtkit.data.lines import bounded_lines
+from nmtkit.data.lines import SMALL_FILE_BYTES, bounded_lines
+from nmtkit.data.prepare import load_subwords, read_manifest
 from nmtkit.errors import NmtkitError
 from nmtkit.inputs import open_lines
 
@@ -171,3 +172,25 @@ def long_run_of_returns(size: int) -> bytes:
 def test_reading_is_linear(family):
     assert_linear(lambda data: lines_of(data, 1 << 40), family)
 
+
+
+def test_files_small_by_nature_are_read_no_further_than_their_bound(tmp_path, monkeypatch):
+    """A corpora list, a data directory's manifest and subword models, a SentencePiece model given to prepare: read
+    whole, so each has a bound (far above any real one) beyond which nothing is read."""
+    (tmp_path / "corpora.yaml").write_text("- {name: a, src: a.src, tgt: a.tgt}\n")
+    monkeypatch.setitem(SMALL_FILE_BYTES, "yaml", 10)
+    assert_error(nmtkit("prepare", "--corpora", str(tmp_path / "corpora.yaml"), "--out", str(tmp_path / "d")),
+                 "corpora.yaml is over 10 bytes, too large for a yaml")
+    (tmp_path / "spm.model").write_bytes(b"x" * 11)
+    monkeypatch.setitem(SMALL_FILE_BYTES, "subword model", 10)
+    assert_error(nmtkit("prepare", "--train-src", str(tmp_path / "a.src"), "--train-tgt", str(tmp_path / "a.tgt"),
+                        "--subword-model", str(tmp_path / "spm.model"), "--out", str(tmp_path / "d")),
+                 "spm.model is over 10 bytes")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "manifest.json").write_text('{"format": 1, "cut sho')
+    with pytest.raises(NmtkitError, match="manifest.json is damaged"):
+        read_manifest(data)
+    (data / "spm.model").write_bytes(b"not model")
+    with pytest.raises(NmtkitError, match="spm.model is not a SentencePiece model"):
+        load_subwords(data)

@@ -8,6 +8,7 @@ from pathlib import Path
 from nmtkit.checkpoint_file import load_checkpoint
 from nmtkit.config import DataConfig
 from nmtkit.data.corpora import Corpus, read_corpora
+from nmtkit.data.lines import read_small
 from nmtkit.data.multilingual import read_pairs
 from nmtkit.data.prepare import SplitFiles, prepare_data
 from nmtkit.data.prepare_corpora import prepare_corpora
@@ -52,9 +53,7 @@ def vocabulary_of(path: str | Path) -> tuple[Subword, Subword]:
         except RuntimeError as error:  # SentencePiece refuses bytes that are not a model
             raise NmtkitError(f"checkpoint {path} is damaged (its subword model); use another checkpoint") from error
     try:
-        model = Subword(path.read_bytes())
-    except OSError as error:
-        raise NmtkitError(f"cannot read {path}: {error.strerror}") from error
+        model = Subword(read_small(path, "subword model"))
     except RuntimeError as error:  # SentencePiece refuses bytes that are not a model
         raise NmtkitError(f"{path} is not a SentencePiece model or an nmtkit checkpoint (.pt)") from error
     return model, model

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import yaml
 
+from nmtkit.data.lines import read_small
 from nmtkit.data.prepare import SplitFiles
 from nmtkit.data.tags import check_tag
 from nmtkit.errors import NmtkitError
@@ -95,9 +96,7 @@ def _corpus(entry: object, where: str, base: Path) -> Corpus:
 def read_corpora(path: Path) -> list[Corpus]:
     """The corpora of a YAML list; names are unique, and either every corpus gives its languages or none does."""
     try:
-        entries = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise NmtkitError(f"cannot read {path}: {error.strerror}") from error
+        entries = yaml.safe_load(read_small(path, "yaml"))
     except yaml.YAMLError as error:
         raise NmtkitError(f"{path} is not valid YAML: {str(error).splitlines()[0]}") from error
     if not isinstance(entries, list) or not entries:

@@ -28,3 +28,20 @@ def bounded_lines(file: BinaryIO, max_bytes: int | None, path: str | Path,
         if len(raw) > max_bytes and not raw.endswith(b"\n"):  # the newline may be byte max_bytes + 1
             raise NmtkitError(f"{path}:{number}: line longer than {max_bytes} bytes; split it, or {remedy}")
         yield raw
+
+
+SMALL_FILE_BYTES = {"yaml": 1 << 24, "manifest": 1 << 24, "subword model": 1 << 28}  # far above any real one
+
+
+def read_small(path: str | Path, what: str) -> bytes:
+    """The bytes of a file that is small by nature (a YAML list, a manifest, a subword model; `what` it is, a key of
+    SMALL_FILE_BYTES), read no further than its bound: a larger one is an error, a missing one `cannot read`."""
+    limit = SMALL_FILE_BYTES[what]
+    try:
+        with open(path, "rb") as file:
+            data = file.read(limit + 1)
+    except OSError as error:
+        raise NmtkitError(f"cannot read {path}: {error.strerror}") from error
+    if len(data) > limit:
+        raise NmtkitError(f"{path} is over {limit} bytes, too large for a {what}")
+    return data

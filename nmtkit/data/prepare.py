@@ -18,6 +18,7 @@ import numpy as np
 from nmtkit.config import MAX_LINE_BYTES, DataConfig
 from nmtkit.data.corpus import FilterStats, filter_pairs, iter_lines, iter_parallel, iter_tsv, median_length_ratio
 from nmtkit.data.dataset import TokenWriter
+from nmtkit.data.lines import read_small
 from nmtkit.data.staging import staged_output
 from nmtkit.data.subword import UNK, Subword, check_room, train_subword
 from nmtkit.errors import NmtkitError
@@ -148,9 +149,16 @@ def load_subwords(data_dir: Path) -> tuple[Subword, Subword]:
     """The (source, target) subword models of a data directory; the same object twice when joint."""
     joint = data_dir / "spm.model"
     if joint.exists():
-        model = Subword(joint.read_bytes())
+        model = read_subword(joint)
         return model, model
-    return Subword((data_dir / "spm.src.model").read_bytes()), Subword((data_dir / "spm.tgt.model").read_bytes())
+    return read_subword(data_dir / "spm.src.model"), read_subword(data_dir / "spm.tgt.model")
+
+
+def read_subword(path: Path) -> Subword:
+    try:
+        return Subword(read_small(path, "subword model"))
+    except RuntimeError as error:  # SentencePiece refuses bytes that are not a model
+        raise NmtkitError(f"{path} is not a SentencePiece model; prepare the data again") from error
 
 
 def subword_sample(paths: list[Path], count: int, config: DataConfig) -> Iterator[str]:
@@ -321,4 +329,7 @@ def read_manifest(data_dir: Path) -> dict:
     path = data_dir / "manifest.json"
     if not path.exists():
         raise NmtkitError(f"{data_dir} is not an nmtkit data directory (no manifest.json); run nmtkit prepare")
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        return json.loads(read_small(path, "manifest"))
+    except ValueError as error:
+        raise NmtkitError(f"{path} is damaged ({error}); prepare the data again") from error

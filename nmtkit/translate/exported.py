@@ -9,6 +9,7 @@ from pathlib import Path
 
 from nmtkit.config import DecodeConfig
 from nmtkit.config_values import from_dict
+from nmtkit.data.lines import SMALL_FILE_BYTES
 from nmtkit.data.subword import Subword
 from nmtkit.data.tags import checked_tag_ids
 from nmtkit.errors import NmtkitError
@@ -34,9 +35,6 @@ class ExportedModel:
     placeholders: dict | None = None  # the checkpoint's placeholder masking (its training data's); None: none
 
 
-MAX_FILE_BYTES = {MANIFEST: 1 << 24, "subword": 1 << 28}  # far above any real one: a bound, not a guess
-
-
 def is_exported(path: Path) -> bool:
     return path.is_dir() and (path / MANIFEST).is_file()
 
@@ -58,8 +56,9 @@ def own_path(directory: Path, name: object, what: str) -> Path:
     return resolved
 
 
-def own_file(directory: Path, name: object, what: str, limit: int) -> bytes:
-    """The bytes of `own_path`, of at most `limit` bytes (read no further)."""
+def own_file(directory: Path, name: object, what: str) -> bytes:
+    """The bytes of `own_path`, of at most the bound for `what` it is (`SMALL_FILE_BYTES`; read no further)."""
+    limit = SMALL_FILE_BYTES[what]
     with open(own_path(directory, name, what), "rb") as file:
         data = file.read(limit + 1)
     if len(data) > limit:
@@ -71,7 +70,7 @@ def own_file(directory: Path, name: object, what: str, limit: int) -> bytes:
 def read_manifest(directory: Path) -> dict:
     """An exported directory's nmtkit.json, of this nmtkit's format."""
     try:
-        info = json.loads(own_file(directory, MANIFEST, "manifest", MAX_FILE_BYTES[MANIFEST]).decode("utf-8"))
+        info = json.loads(own_file(directory, MANIFEST, "manifest").decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as error:
         raise NmtkitError(f"{directory / MANIFEST} is damaged ({type(error).__name__}); export the model again") \
             from error
@@ -84,7 +83,7 @@ def read_manifest(directory: Path) -> dict:
 
 def read_subword(directory: Path, name: object) -> Subword:
     try:
-        return Subword(own_file(directory, name, "subword model", MAX_FILE_BYTES["subword"]))
+        return Subword(own_file(directory, name, "subword model"))
     except RuntimeError as error:  # SentencePiece refuses bytes that are not a model
         raise NmtkitError(f"{directory} is a damaged export ({name} is not a SentencePiece model); export it "
                           "again") from error
