@@ -120,3 +120,9 @@ def test_a_manifest_that_is_not_json_or_not_an_object_is_an_error(tmp_path, prot
     export_dir(tmp_path, b"not a model")
     with pytest.raises(NmtkitError, match="source.spm is not a SentencePiece model"):
         load_exported(directory)
+
+
+def test_a_ctranslate2_file_that_is_a_device_is_refused_before_ctranslate2_reads_it(tmp_path, proto):
+    directory = export_dir(tmp_path, proto)
+    (directory / "model.bin").symlink_to("/dev/zero")
+    assert_error(nmtkit("translate", "-m", str(directory), stdin="a b\n"), "model.bin is not a file")

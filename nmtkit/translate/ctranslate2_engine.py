@@ -155,12 +155,18 @@ def nmtkit_room(hyps: list[Hypothesis], beam_size: int) -> list[Hypothesis]:
     return sorted(hyps, key=lambda hyp: (len(hyp.tokens), -hyp.log_prob))[:beam_size]
 
 
+CT2_FILES = ("model.bin", "config.json", "shared_vocabulary.json", "source_vocabulary.json", "target_vocabulary.json")
+
+
 def load_engine(directory: Path, device: str, threads: int, inter_threads: int, decode: dict) -> CTranslate2Engine:
     """The engine of `Translator.load` for an exported directory: `decode` overrides the checkpoint's decode
     settings, and a target language the model lacks is refused before CTranslate2 loads it."""
     exported = load_exported(directory)
     settings = override_decode(exported.decode, decode)
     check_tags(settings, exported)
+    for name in CT2_FILES:  # CTranslate2 would read a device (/dev/zero) or a FIFO forever
+        if (directory / name).exists() and not (directory / name).is_file():
+            raise NmtkitError(f"{directory} is a damaged export ({name} is not a file); export it again")
     return CTranslate2Engine(exported, settings, device, threads, inter_threads)
 
 
