@@ -15,24 +15,24 @@ run of them is masked as a placeholder of its own (the `reserved` family, always
 every bracket of a masked line belongs to a symbol and any line round-trips byte for byte.
 
 Which families a run recognises is its pattern set (`load_patterns`): `auto` (every built-in family below), `none`
-(nothing masked) or a pattern file. Matching is leftmost-longest: the span that starts first wins, then the longer
-one, then the family listed first; spans never overlap.
+(nothing masked) or a pattern file. Matching is leftmost-longest over all the families at once: the span that starts
+first wins, then the longest match of any family there (a family's longest match, not Perl's leftmost-first one:
+`a|ab` takes `ab`), at most 4,096 bytes long (`nmtkit.pattern_search.MAX_SPAN`); its family is the first listed
+that matches exactly that span; spans never overlap. The patterns run on RE2 (`nmtkit.pattern_search`), in time
+linear in the line whatever they are, so they are RE2's syntax; the built-ins spell out Python's whitespace where
+RE2's `\\s` would be ASCII.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from nmtkit.errors import NmtkitError
 from nmtkit.pattern_files import read_pattern_file
-
-try:  # Python 3.11+
-    from re import _parser as sre_parse
-except ImportError:  # Python 3.10
-    import sre_parse
+from nmtkit.pattern_search import PatternError, Regexp, byte_spans, char_offsets
 
 OPEN, CLOSE = "\uff5f", "\uff60"  # ｟ ｠
 SYMBOL = re.compile(f"{OPEN}(/?)(ph|t)([1-9][0-9]*){CLOSE}")
@@ -46,7 +46,7 @@ FAMILY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 # elements whose start tag is markup even unclosed in its line: HTML's void and optional-end elements, inline styles
 UNCLOSED_MARKUP = frozenset("br hr wbr img p li dt dd tr td th b i u s em strong tt sub sup small big span div font "
                             "center".split())
-TAG_PARTS = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:._-]*)[^>]*?(/?)>", re.DOTALL)
+TAG_NAME = re.compile(r"[A-Za-z][A-Za-z0-9:._-]*")
 
 
 @dataclass(frozen=True)
@@ -56,12 +56,17 @@ class Family:
     name: str
     regex: str
     examples: tuple[str, ...] = ()
-    pattern: re.Pattern = field(init=False, repr=False, compare=False)
+    pattern: Regexp = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "pattern", re.compile(self.regex))
+        object.__setattr__(self, "pattern", Regexp(self.regex))
 
 
+# Python's \s spelled out (RE2's is ASCII), so that the built-ins find on RE2 what they found on Python's re
+_SPACE = r"\t-\r\x{1c}-\x{20}\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}"
+_WS = f"[{_SPACE}]"
+_TAG_NAME = r"[A-Za-z][A-Za-z0-9:._-]*"
+_ATTRIBUTE = rf"{_WS}+[^{_SPACE}\"'<>/=]+(?:{_WS}*={_WS}*(?:\"[^\"]*\"|'[^']*'|[^{_SPACE}\"'=<>`]+))?"
 _POSITION = r"(?:[1-9][0-9]*\$)"
 _WIDTH = rf"(?:[0-9]+|\*{_POSITION}?)"
 BUILTINS = {family.name: family for family in (
@@ -69,17 +74,16 @@ BUILTINS = {family.name: family for family in (
     Family(PRINTF, rf"%(?:%|{_POSITION}?[-+#0']*{_WIDTH}?(?:\.{_WIDTH}?)?"
                      r"(?:hh|h|ll|l|L|q|j|z|Z|t|I64|I32|I)?[diouxXeEfFgGaAcCsSpnm])",
            ("%s", "%d", "%.250s", "%1$s", "%-10lu", "%5.2f", "%*d", "%%", "%'d")),
-    Family("python", r"%\([^()\s]+\)[-+ #0]*(?:[0-9]+|\*)?(?:\.(?:[0-9]+|\*))?[diouxXeEfFgGcrsa%]",
+    Family("python", rf"%\([^(){_SPACE}]+\)[-+ #0]*(?:[0-9]+|\*)?(?:\.(?:[0-9]+|\*))?[diouxXeEfFgGcrsa%]",
            ("%(name)s", "%(count)d", "%(ratio).2f")),
     Family("qt", r"%L?[1-9][0-9]?", ("%1", "%L2", "%10")),  # Qt and KDE's numbered arguments
     # Python str.format and .NET composite formatting: field name, attribute/index, conversion, alignment, spec
     Family("brace", r"\{(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+)?(?:\.[A-Za-z_][A-Za-z0-9_]*|\[[^\[\]{}]*\])*"
-                    r"(?:![rsa])?(?:,\s*-?[0-9]+)?(?::[^{}]*)?\}",
+                    rf"(?:![rsa])?(?:,{_WS}*-?[0-9]+)?(?::[^{{}}]*)?\}}",
            ("{}", "{0}", "{name}", "{0:.2f}", "{user.name!r:>10}", "{0,-10:N2}", "{items[0]}")),
     Family("shell", r"\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_][A-Za-z0-9_]*", ("$HOME", "${XDG_CONFIG_HOME}")),
     # XML/HTML start, end and empty tags, attributes quoted or not
-    Family(TAG, r"</[A-Za-z][A-Za-z0-9:._-]*\s*>|<[A-Za-z][A-Za-z0-9:._-]*"
-                r"(?:\s+[^\s\"'<>/=]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s\"'=<>`]+))?)*\s*/?>",
+    Family(TAG, rf"</{_TAG_NAME}{_WS}*>|<{_TAG_NAME}(?:{_ATTRIBUTE})*{_WS}*/?>",
            ("<b>", "</b>", "<br/>", "<file>", '<a href="https://example.org/?a=1&amp;b=2">', "<img src=x.png />")),
     Family("entity", r"&(?:[A-Za-z][A-Za-z0-9]{1,31}|#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6});",
            ("&amp;", "&nbsp;", "&#169;", "&#x2014;")),
@@ -97,10 +101,15 @@ class Span:
 
 
 class Patterns:
-    """An ordered set of families (the reserved family added last) and the leftmost-longest search over them."""
+    """An ordered set of families (the reserved family added last) and the leftmost-longest search over them, all
+    at once (see the module's doc)."""
 
     def __init__(self, families: list[Family]):
         self.families = [*families, RESERVED_FAMILY]
+        try:
+            self.combined = Regexp("|".join(f"(?:{family.regex})" for family in self.families), longest=True)
+        except PatternError as error:  # each compiles alone, so what is left is their size together
+            raise NmtkitError(f"placeholders: the families together are too large for RE2 ({error})") from None
 
     def as_dict(self) -> dict[str, str]:
         """Name -> regex of each family but the reserved one: what a manifest or checkpoint records."""
@@ -111,21 +120,17 @@ class Patterns:
         return cls([_family(f"family {name!r}", name, regex, set()) for name, regex in regexes.items()])
 
     def find(self, text: str) -> list[Span]:
-        """The placeholders of `text`, left to right, non-overlapping: at each step the match that starts first,
-        the longest of those, the first family's on a tie (each family's match at a position is its regex's)."""
-        spans, position = [], 0
-        # each family's leftmost match from `position` on: searched again only once `position` passes its start
-        upcoming = [family.pattern.search(text) for family in self.families]
-        while True:
-            for index, match in enumerate(upcoming):
-                if match is not None and match.start() < position:
-                    upcoming[index] = self.families[index].pattern.search(text, position)
-            found = [(match.start(), -match.end(), index) for index, match in enumerate(upcoming) if match is not None]
-            if not found:
-                return spans
-            start, negative_end, index = min(found)
-            spans.append(Span(start, -negative_end, self.families[index].name))
-            position = -negative_end
+        """The placeholders of `text`, left to right, non-overlapping: at each step the match of any family that
+        starts first, the longest of those, as the first family that matches exactly that span."""
+        data = text.encode("utf-8", "surrogatepass")  # once: a search of a str would encode it again
+        found = list(byte_spans(self.combined, data))
+        offsets = char_offsets(text, data, [offset for span in found for offset in span])
+        return [Span(offsets[2 * index], offsets[2 * index + 1], self._family_of(data, start, end))
+                for index, (start, end) in enumerate(found)]
+
+    def _family_of(self, data: bytes, start: int, end: int) -> str:
+        """The name of the first family that matches exactly data[start:end] (one does: the search found it)."""
+        return next(family.name for family in self.families if family.pattern.fullmatch(data, start, end))
 
 
 def _family(where: str, name: str, regex: str | None, seen: set[str]) -> Family:
@@ -143,9 +148,10 @@ def _family(where: str, name: str, regex: str | None, seen: set[str]) -> Family:
         raise NmtkitError(f"{where}: the pattern of {name!r} must be a string")
     try:
         family = Family(name, regex)
-    except re.error as error:
-        raise NmtkitError(f"{where}: family {name!r}: bad regular expression ({error.msg})") from error
-    if sre_parse.parse(regex).getwidth()[0] == 0:
+    except PatternError as error:
+        raise NmtkitError(f"{where}: family {name!r}: bad regular expression ({error}; patterns are RE2's syntax: "
+                          "no lookarounds or backreferences)") from error
+    if family.pattern.matches_empty():
         raise NmtkitError(f"{where}: family {name!r}: the pattern can match the empty string")
     return family
 
@@ -186,29 +192,36 @@ class Unit:
 
 
 def _tag_parts(text: str, span: Span) -> tuple[str, str] | None:
-    """("open" | "close", tag name) of a start or end tag of the tag family; None otherwise (empty tags too)."""
-    parts = TAG_PARTS.fullmatch(text, span.start, span.end) if span.family == TAG else None
-    if parts is None or parts.group(3):
+    """("open" | "close", tag name) of a start or end tag of the tag family; None otherwise: empty tags, and tags
+    with a ">" inside (in an attribute's value). Read in time linear in the span (a lazy regex backtracks)."""
+    if span.family != TAG or text[span.start] != "<" or text[span.end - 1] != ">":
         return None
-    return ("close" if parts.group(1) else "open"), parts.group(2)
+    closing = text.startswith("</", span.start)
+    name = TAG_NAME.match(text, span.start + 1 + closing, span.end)
+    if (name is None or text.find(">", name.end(), span.end) != span.end - 1
+            or span.end - 2 >= name.end() and text[span.end - 2] == "/"):
+        return None
+    return ("close" if closing else "open"), name.group()
 
 
 def _pairs(text: str, spans: list[Span]) -> dict[int, int]:
     """Opening span index -> closing span index of the tag pairs, matched by name as an HTML parser recovers: an end
-    tag closes the innermost open tag of its name, and leaves the open tags inside that one unpaired."""
-    pairs, open_tags = {}, []
+    tag closes the innermost open tag of its name, and leaves the open tags inside that one unpaired. A stack of the
+    open tags and, per name, where in it those of that name are: each tag is pushed and popped once."""
+    pairs, open_tags, depths = {}, [], {}
     for index, span in enumerate(spans):
         parts = _tag_parts(text, span)
         if parts is None:
             continue
         kind, name = parts
         if kind == "open":
+            depths.setdefault(name, []).append(len(open_tags))
             open_tags.append((name, index))
-            continue
-        depth = next((depth for depth in range(len(open_tags) - 1, -1, -1) if open_tags[depth][0] == name), None)
-        if depth is not None:
+        elif depths.get(name):
+            depth = depths[name][-1]
             pairs[open_tags[depth][1]] = index
-            del open_tags[depth:]
+            while len(open_tags) > depth:
+                depths[open_tags.pop()[0]].pop()
     return pairs
 
 
@@ -318,12 +331,15 @@ def placeholder_keys(text: str, patterns: Patterns) -> Counter:
     return Counter(keys.get(index, unit.texts) for index, unit in enumerate(units))
 
 
-def _take(candidates: list[int] | None, taken: set[int]) -> int | None:
-    """The first of `candidates` not `taken` (now taken), or None."""
-    index = next((index for index in candidates or () if index not in taken), None)
-    if index is not None:
-        taken.add(index)
-    return index
+def _take(candidates: deque[int] | None, taken: set[int]) -> int | None:
+    """The first of `candidates` not `taken` (now taken), or None; the taken ones it passes are dropped, for good
+    (each candidate is looked at once, whatever the number of repeats of a placeholder)."""
+    while candidates:
+        index = candidates.popleft()
+        if index not in taken:
+            taken.add(index)
+            return index
+    return None
 
 
 def mask_pair(src: str, tgt: str, patterns: Patterns, stats: PairMasking | None = None) -> tuple[str, str]:
@@ -333,12 +349,12 @@ def mask_pair(src: str, tgt: str, patterns: Patterns, stats: PairMasking | None 
     same opening and closing tag). Units of one side only are left as text, so that the model never learns to drop
     or invent a symbol; runs of reserved brackets are masked on each side all the same (see the module's doc)."""
     src_units, tgt_units = find_units(src, patterns), find_units(tgt, patterns)
-    by_text: dict[tuple[str, ...], list[int]] = {}
+    by_text: dict[tuple[str, ...], deque[int]] = {}
     for index, unit in enumerate(tgt_units):
-        by_text.setdefault(unit.texts, []).append(index)
-    by_argument: dict[tuple[int, str], list[int]] = {}
+        by_text.setdefault(unit.texts, deque()).append(index)
+    by_argument: dict[tuple[int, str], deque[int]] = {}
     for index, key in _argument_keys(tgt_units).items():
-        by_argument.setdefault(key, []).append(index)
+        by_argument.setdefault(key, deque()).append(index)
     src_keys, taken, matches = _argument_keys(src_units), set(), []
     for index, unit in enumerate(src_units):
         partner = _take(by_argument.get(src_keys.get(index)), taken)
@@ -363,7 +379,7 @@ def reordered(hypothesis: str, originals: dict[str, str]) -> dict[str, str]:
     in another order, each in its positional form (`%2$d ... %1$s`), as gettext's translators write them and printf
     reads them (restored as they are, the arguments would be swapped); `originals` itself otherwise."""
     conversions = [symbol for symbol, text in originals.items()
-                   if BUILTINS[PRINTF].pattern.fullmatch(text) and _is_argument(text)]
+                   if BUILTINS[PRINTF].pattern.matches(text) and _is_argument(text)]
     if len(conversions) < 2 or any(ARGUMENT.fullmatch(originals[symbol])[1] or "*" in originals[symbol]
                                    for symbol in conversions):
         return originals

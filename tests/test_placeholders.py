@@ -34,6 +34,7 @@ from nmtkit.placeholders import (
     load_patterns,
     mask,
     mask_pair,
+    placeholder_spans,
     reordered,
     reserved_symbols,
     restore,
@@ -45,8 +46,13 @@ EXAMPLES = [example for family in BUILTINS.values() for example in family.exampl
 WORDS = ["File", "not found", "Datei", "nicht gefunden", "文件", "未找到", "ファイル", "ملف", "файл", "ไฟล์",
          "Cafe\u0301", " ", "  ", "\t", "100%", "50% done", "a < b", "x > y", "Tom & Jerry", "{", "}", "$", "<", ">",
          "%", "&", ";", OPEN, CLOSE, f"{OPEN}ph1{CLOSE}", f"{OPEN}/t2{CLOSE}", "\u200f", "😀"]
-PIECES = st.sampled_from(EXAMPLES + WORDS) | st.text(max_size=6)
+LONE_SURROGATES = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)  # JSON input can hold them ("\ud800")
+PIECES = st.sampled_from(EXAMPLES + WORDS) | st.text(max_size=6) | LONE_SURROGATES
 TEXTS = st.lists(PIECES, max_size=12).map("".join)
+# a pattern file whose families overlap each other and the built-ins, and take in reserved brackets
+PATTERN_FILE = "ticket\tTICKET-[0-9]+\ndotted\t[a-z]\\.[a-z\uff5f\uff60]\nrepeat\t(?:ab)+c|ab\nprintf\ntag\n"
+FILE_PIECES = PIECES | st.sampled_from(["TICKET-", "TICKET-12", "a.b", f"a.{OPEN}", "ab", "abab", "c", "<b>", "</b>"])
+FILE_TEXTS = st.lists(FILE_PIECES, max_size=12).map("".join)
 
 
 def symbols_in(text: str) -> list[str]:
@@ -127,9 +133,49 @@ def test_reserved_brackets_in_the_input_are_masked_and_come_back():
 def test_mask_restore_round_trip_is_byte_identical(text):
     masked, originals = mask(text, AUTO)
     assert restore(masked, originals) == text
-    assert restore(masked, originals).encode("utf-8") == text.encode("utf-8")
+    assert restore(masked, originals).encode("utf-8", "surrogatepass") == text.encode("utf-8", "surrogatepass")
     assert sorted(symbols_in(masked)) == sorted(originals)  # each symbol once
     assert check(masked, masked).ok
+
+
+@settings(max_examples=200, deadline=None)
+@given(FILE_TEXTS)
+def test_mask_restore_round_trip_is_byte_identical_with_a_pattern_file(tmp_path_factory, text):
+    masked, originals = mask(text, file_patterns(tmp_path_factory))
+    assert restore(masked, originals) == text
+    assert sorted(symbols_in(masked)) == sorted(originals) and check(masked, masked).ok
+
+
+def file_patterns(tmp_path_factory) -> Patterns:
+    path = tmp_path_factory.getbasetemp() / "patterns.tsv"
+    if not path.exists():
+        path.write_text(PATTERN_FILE, encoding="utf-8")
+    return load_patterns(str(path))
+
+
+def originals_of(masked: str, text: str, patterns: Patterns) -> dict[str, str]:
+    """The original text of each symbol of `masked`, read by walking it and `text` in step: fails unless `masked`
+    is `text` with some of its placeholders (`placeholder_spans`) replaced by symbols, every other byte kept."""
+    ends = {span.start: span.end for span in placeholder_spans(text, patterns)}
+    originals, position, after = {}, 0, 0
+    for match in SYMBOL.finditer(masked):
+        between = masked[after:match.start()]
+        assert text.startswith(between, position) and position + len(between) in ends
+        position += len(between)
+        originals[match.group()], position, after = text[position:ends[position]], ends[position], match.end()
+    assert masked[after:] == text[position:]
+    return originals
+
+
+@settings(max_examples=200, deadline=None)
+@given(TEXTS, TEXTS)
+def test_training_pairs_restore_to_both_sides(src, tgt):
+    src_masked, tgt_masked = mask_pair(src, tgt, AUTO)
+    src_originals, tgt_originals = originals_of(src_masked, src, AUTO), originals_of(tgt_masked, tgt, AUTO)
+    assert restore(src_masked, src_originals) == src and restore(tgt_masked, tgt_originals) == tgt
+    for symbol in src_originals.keys() & tgt_originals.keys():  # the same text, or a conversion of one argument
+        same, printf = src_originals[symbol], BUILTINS["printf"].pattern.matches
+        assert same == tgt_originals[symbol] or printf(same) and printf(tgt_originals[symbol])
 
 
 @settings(max_examples=200, deadline=None)
@@ -237,7 +283,10 @@ def test_a_yaml_pattern_file(tmp_path):
     ("ok\tx+\nbad\t[a-\n", r"patterns\.tsv:2: family 'bad': bad regular expression"),
     ("maybe\tx*\n", r"patterns\.tsv:1: family 'maybe': the pattern can match the empty string"),
     ("edge\t\\b\n", r"patterns\.tsv:1: .*empty string"),
-    ("ahead\t(?=x)\n", r"patterns\.tsv:1: .*empty string"),
+    ("ahead\t(?=x)x\n", r"patterns\.tsv:1: family 'ahead': .*RE2's syntax: no lookarounds or backreferences"),
+    ("again\t(a)\\1\n", r"patterns\.tsv:1: family 'again': .*no lookarounds or backreferences"),
+    ("start\t^\\b\n", r"patterns\.tsv:1: .*empty string"),  # empty before a text's first word only
+    ("end\t(?m)\\b$\n", r"patterns\.tsv:1: .*empty string"),  # empty after a word at a line's end only
     ("printf\nprintf\n", r"patterns\.tsv:2: family 'printf' is given twice"),
     ("mine\n", r"patterns\.tsv:1: 'mine' is no built-in family"),
     ("reserved\tx\n", r"patterns\.tsv:1: 'reserved' is not a family name"),
