@@ -33,20 +33,24 @@ def _names(text: str) -> list[str]:
 
 
 def _misnested(names: list[str]) -> tuple[str, ...]:
-    """The tag pairs of `names` that are not properly nested (a close before its open, or across another pair)."""
-    bad, open_tags = set(), []
+    """The tag pairs of `names` that are not properly nested (a close before its open, or across another pair). A
+    stack of the open tags and, per pair, where in it its opens are: each is pushed and popped once."""
+    bad, open_tags, depths = set(), [], {}
     for name in names:
         if name.startswith("t"):
+            depths.setdefault(name, []).append(len(open_tags))
             open_tags.append(name)
         elif name.startswith("/t"):
             pair = name[1:]
-            if pair in open_tags:  # the pairs opened inside it and still open cross it
-                depth = len(open_tags) - 1 - open_tags[::-1].index(pair)
+            if depths.get(pair):  # the pairs opened inside it and still open cross it
+                depth = depths[pair][-1]
                 bad.update(open_tags[depth:] if depth < len(open_tags) - 1 else ())
-                del open_tags[depth:]
+                while len(open_tags) > depth:
+                    depths[open_tags.pop()].pop()
             else:
                 bad.add(pair)
-    bad.update(name for name in open_tags if f"/{name}" in names)
+    closes = set(names)
+    bad.update(name for name in open_tags if f"/{name}" in closes)
     return tuple(sorted(bad))
 
 

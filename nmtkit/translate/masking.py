@@ -10,6 +10,7 @@ to the words of the original text (`word_map`).
 
 from __future__ import annotations
 
+import bisect
 import logging
 import re
 from dataclasses import dataclass, field
@@ -160,40 +161,64 @@ def _symbol_spans(masked: str, originals: dict[str, str]) -> list[tuple[re.Match
             for match in SYMBOL.finditer(masked) if match.group() in originals]
 
 
-def _found(masked: str, originals: dict[str, str], patterns: Patterns) -> set[tuple[int, int]]:
-    return {(span.start, span.end) for span in placeholder_spans(restore(masked, originals), patterns)}
+def _found(masked: str, originals: dict[str, str], patterns: Patterns) -> list[tuple[int, int]]:
+    return [(span.start, span.end) for span in placeholder_spans(restore(masked, originals), patterns)]
 
 
 def restores_exactly(masked: str, originals: dict[str, str], patterns: Patterns) -> bool:
     """Whether the placeholders `patterns` finds in the restored `masked` are exactly its symbols' original texts:
     none spelled out of ordinary pieces, none glued to the text beside it into another (`$HOME` + `s`)."""
-    return _found(masked, originals, patterns) == {(span.start, span.end)
-                                                   for _, span in _symbol_spans(masked, originals)}
+    return set(_found(masked, originals, patterns)) == {(span.start, span.end)
+                                                        for _, span in _symbol_spans(masked, originals)}
+
+
+def _glued(masked: str, originals: dict[str, str], patterns: Patterns) -> list[tuple[int, re.Match, bool, bool]]:
+    """Each symbol of `masked` whose original text, restored, is part of another placeholder: its rank among the
+    symbols, whether that placeholder starts before it, whether it ends after it. The symbols and the placeholders
+    found are each in order, none overlapping, so the placeholders over a symbol are found by bisection."""
+    found = _found(masked, originals, patterns)
+    exact, ends = set(found), [end for _, end in found]
+    glued = []
+    for rank, (match, span) in enumerate(_symbol_spans(masked, originals)):
+        if (span.start, span.end) in exact:
+            continue
+        before = after = False
+        index = bisect.bisect_right(ends, span.start)  # the first found placeholder that ends after it starts
+        while index < len(found) and found[index][0] < span.end:
+            before, after = before or found[index][0] < span.start, after or found[index][1] > span.end
+            index += 1
+        if before or after:
+            glued.append((rank, match, before, after))
+    return glued
 
 
 def separate_glued(masked: str, originals: dict[str, str], patterns: Patterns) -> str:
     """`masked` with a space between a symbol and the text beside it where, restored, the two would read as another
-    placeholder (`$HOME` + `s` = `$HOMEs`)."""
-    for _ in range(len(masked) + 1):
-        found = _found(masked, originals, patterns)
-        cuts = sorted({cut for match, span in _symbol_spans(masked, originals) if (span.start, span.end) not in found
-                       for start, end in found if start < span.end and span.start < end
-                       for cut in ([match.end()] if end > span.end else []) + ([match.start()] if start < span.start
-                                                                                 else [])})
+    placeholder (`$HOME` + `s` = `$HOMEs`); again while that makes another, but never twice on one side of a
+    symbol (a space that did not part them once would not the next time)."""
+    parted: set[tuple[int, bool]] = set()  # (a symbol's rank, its end rather than its start) where a space went
+    while True:
+        cuts = set()
+        for rank, match, before, after in _glued(masked, originals, patterns):
+            for cut, side, wanted in ((match.start(), False, before), (match.end(), True, after)):
+                if wanted and (rank, side) not in parted:
+                    parted.add((rank, side))
+                    cuts.add(cut)
         if not cuts:
             return masked
-        for cut in reversed(cuts):
-            masked = masked[:cut] + " " + masked[cut:]
-    return masked
+        bounds = [0, *sorted(cuts), len(masked)]
+        masked = " ".join(masked[start:end] for start, end in zip(bounds, bounds[1:]))
 
 
 def word_map(masked: str, originals: dict[str, str]) -> list[list[int]]:
     """For each whitespace word of `masked`, the words of its restored text (`restore(masked, originals)`) that it
-    overlaps: a placeholder with spaces inside (`<a href="x">`) is one masked word and several original ones."""
+    overlaps: a placeholder with spaces inside (`<a href="x">`) is one masked word and several original ones. Both
+    lists of words are in order, so those of one masked word are a run, found by bisection."""
     offsets = restored_offsets(masked, originals)
     words = [match.span() for match in WORD.finditer(restore(masked, originals))]
-    return [[index for index, (begin, end) in enumerate(words)
-             if begin < offsets[match.end()] and offsets[match.start()] < end] for match in WORD.finditer(masked)]
+    starts, ends = [begin for begin, _ in words], [end for _, end in words]
+    return [list(range(bisect.bisect_right(ends, offsets[match.start()]),
+                       bisect.bisect_left(starts, offsets[match.end()]))) for match in WORD.finditer(masked)]
 
 
 def map_links(links: str, source: list[list[int]], target: list[list[int]]) -> str:

@@ -37,36 +37,42 @@ def _partner(symbol: str) -> str:
     return symbol.replace(f"{OPEN}/", OPEN) if _is_tag(symbol, True) else symbol.replace(OPEN, f"{OPEN}/")
 
 
-def _insertion_point(text: str, offset: int | None) -> int:
-    """Where a symbol anchored at `offset` goes: before the word that starts there or holds it (a symbol is never
-    cut), or the end of the line."""
-    if offset is None or offset >= len(text):
-        return len(text)
-    while offset < len(text) and text[offset].isspace():
-        offset += 1
-    while offset > 0 and not text[offset - 1].isspace() and text[offset - 1] != CLOSE:
-        offset -= 1
-    return offset
+def _insertion_points(text: str) -> list[int]:
+    """Where a symbol anchored at each offset of `text` (and at its end) goes: before the word that starts there or
+    holds it (a symbol is never cut), or the end of the line. One walk each way, whatever the number of symbols."""
+    word_starts = [0] * (len(text) + 1)  # the start of the word each offset is in (a symbol ends a word too)
+    for offset in range(1, len(text) + 1):
+        word_starts[offset] = offset if text[offset - 1].isspace() or text[offset - 1] == CLOSE else \
+            word_starts[offset - 1]
+    points, following = [len(text)] * (len(text) + 1), len(text)  # following: the next offset that is no space
+    for offset in reversed(range(len(text))):
+        following = following if text[offset].isspace() else offset
+        points[offset] = word_starts[following]
+    return points
 
 
 def insert_missing(text: str, missing: list[str], anchors: dict[str, int]) -> str:
     """`text` with the `missing` symbols inserted (see the module's doc): a placeholder or an opening tag before
     the word of its anchor, a closing tag at the end of the word before; those of one place side by side, in the
     given order."""
+    points = _insertion_points(text) if missing else []
     places: dict[int, list[str]] = {}
     for symbol in missing:
-        place = _insertion_point(text, anchors.get(symbol))
+        offset = anchors.get(symbol)
+        place = len(text) if offset is None or offset >= len(text) else points[offset]
         if _is_tag(symbol, True) and 0 < place < len(text) and text[place - 1].isspace():
             place -= 1
         places.setdefault(place, []).append(symbol)
-    for place in sorted(places, reverse=True):
+    pieces, position = [], 0
+    for place in sorted(places):
         run = "".join(places[place])
         if place == len(text):
             glued = not text or text[-1].isspace() or text[-1] == CLOSE or _is_tag(run, True)
-            text += ("" if glued else " ") + run
+            pieces += [text[position:], "" if glued else " ", run]
         else:
-            text = text[:place] + run + ("" if text[place].isspace() else " ") + text[place:]
-    return text
+            pieces += [text[position:place], run, "" if text[place].isspace() else " "]
+        position = place
+    return "".join(pieces) + text[position:]
 
 
 def _parts(text: str) -> list[str]:
@@ -102,17 +108,20 @@ def _nest(parts: list[str]) -> list[str]:
     for symbol, index in where.items():
         if _is_tag(symbol, True) and where.get(_partner(symbol), -1) > index:
             parts[index], parts[where[_partner(symbol)]] = _partner(symbol), symbol
-    nested, open_tags, closed_early = [], [], set()
+    nested, open_tags, depths, closed_early = [], [], {}, set()  # depths: open tag -> its place in open_tags
     for part in parts:
         if part in closed_early:
             continue
         if _is_tag(part, False):
+            depths[part] = len(open_tags)
             open_tags.append(part)
-        elif _is_tag(part, True) and _partner(part) in open_tags:  # the pairs opened inside it close here first
-            depth = open_tags.index(_partner(part))
+        elif _is_tag(part, True) and _partner(part) in depths:  # the pairs opened inside it close here first
+            depth = depths[_partner(part)]
             inner = [_partner(opening) for opening in reversed(open_tags[depth + 1:])]
             nested += inner
             closed_early.update(inner)
+            for opening in open_tags[depth:]:
+                del depths[opening]
             del open_tags[depth:]
         nested.append(part)
     return nested
