@@ -43,9 +43,18 @@ class Request:
         return bool(self.constraints or self.negative or self.prefix)
 
 
+def _shown(value: object) -> str:
+    """`value` as JSON in an error message: at most 40 characters, whatever its size or depth."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except RecursionError:
+        text = f"a {type(value).__name__} nested too deeply"
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _string(value: object, what: str) -> str:
     if not isinstance(value, str):
-        raise ValueError(f"{what} must be a string, not {json.dumps(value)}")
+        raise ValueError(f"{what} must be a string, not {_shown(value)}")
     if "\n" in value or "\r" in value:
         raise ValueError(f"{what} holds a line break; each output line is one input line")
     return value
@@ -61,7 +70,7 @@ def _phrases(value: object, key: str) -> tuple[str, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise ValueError(f'"{key}" must be a list of strings, not {json.dumps(value)}')
+        raise ValueError(f'"{key}" must be a list of strings, not {_shown(value)}')
     return tuple(_phrase(item, f'"{key}"[{index}]') for index, item in enumerate(value))
 
 
@@ -79,6 +88,10 @@ def parse_jsonl(line: str) -> Request:
         record = json.loads(line)
     except json.JSONDecodeError as error:
         raise ValueError(f"invalid JSON ({error.msg} at column {error.colno})") from None
+    except RecursionError:  # `"[" * 10**5`: json's parser recurses; a request is at most two levels deep
+        raise ValueError("invalid request: JSON nested too deeply") from None
+    except ValueError:  # a number of more digits than Python converts (4,300 by default)
+        raise ValueError("invalid JSON (a number too long to read)") from None
     return parse_record(record)
 
 
@@ -86,7 +99,7 @@ def parse_record(record: object) -> Request:
     """A request from a JSON object {"text": ..., "constraints": [...], ...} (a jsonl line, or a server request's
     sentence); ValueError says what is wrong."""
     if not isinstance(record, dict):
-        raise ValueError(f"expected a JSON object such as {{\"text\": \"...\"}}, got {json.dumps(record)[:40]}")
+        raise ValueError(f"expected a JSON object such as {{\"text\": \"...\"}}, got {_shown(record)}")
     unknown = sorted(set(record) - set(KEYS))
     if unknown:
         raise ValueError(f'unknown key "{unknown[0]}"; the keys are {", ".join(KEYS)}')

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 from cli_runner import assert_error, nmtkit
+from scaling import assert_linear
 from typer.testing import CliRunner
 
 from nmtkit.checkpoint import make_payload, save_atomic
@@ -67,6 +68,44 @@ def test_bad_tsv_lines_and_formats():
         parse_requests(["source\tPaul\t"], "tsv", "<stdin>")
     with pytest.raises(NmtkitError, match="unknown --input-format 'csv'"):
         parse_requests(["a"], "csv", "<stdin>")
+
+
+@pytest.mark.parametrize(("line", "needle"), [
+    ("[" * 100_000, "JSON nested too deeply"),  # json's parser recursed into a RecursionError traceback
+    ('{"text": ' + "[" * 900 + "]" * 900 + "}", '"text" must be a string, not [[[[['),
+    ('{"text": [' + ", ".join(["1"] * 100_000) + "]}", '"text" must be a string, not [1, 1, 1,'),
+    ('{"text": ' + "1" * 5000 + "}", "invalid JSON (a number too long to read)"),
+])
+def test_hostile_jsonl_lines_are_short_one_line_errors(line, needle):
+    with pytest.raises(NmtkitError) as caught:
+        parse_requests([line], "jsonl", "in.jsonl")
+    message = str(caught.value)
+    assert message.startswith("in.jsonl:1: ") and needle in message and len(message) < 120 and "\n" not in message
+
+
+TSV_AND_JSONL = {  # many fields, huge fields, deep nesting, long runs of one character
+    "tsv fields": ("tsv", lambda n: "source" + "\tPaul" * n),
+    "tsv huge field": ("tsv", lambda n: "a" * n + "\tb" + "c" * n),
+    "tsv tabs": ("tsv", lambda n: "\t" * n),
+    "jsonl constraints": ("jsonl", lambda n: json.dumps({"text": "a", "constraints": ["Paul"] * n})),
+    "jsonl huge text": ("jsonl", lambda n: json.dumps({"text": "a" * n, "prefix": "b" * n})),
+    "jsonl escapes": ("jsonl", lambda n: json.dumps({"text": "\u00e9\n" * n})),
+    "jsonl nesting": ("jsonl", lambda n: "[" * n),
+    "jsonl objects": ("jsonl", lambda n: '{"text": ' + '{"a": ' * n),
+}
+
+
+@pytest.mark.parametrize("family", TSV_AND_JSONL)
+def test_parsing_requests_takes_linear_time(family):
+    input_format, make = TSV_AND_JSONL[family]
+
+    def parse(line: str) -> None:
+        try:
+            parse_requests([line], input_format, "in")
+        except NmtkitError:
+            pass
+
+    assert_linear(parse, make, name=family)
 
 
 # --- through the command line ---
