@@ -34,37 +34,65 @@ NEG_INF = float("-inf")
 _KEY_STRIDE = 2**32  # a pair (a sentence or a state, a token) as one sortable number: first * stride + token
 
 
-def phrase_transitions(phrase: Sequence[int]) -> list[list[int]]:
-    """table[s][i] for s in 0..len(phrase): how much of `phrase` an output matches after it matched the first s
-    tokens and then emits phrase[i] (the longest prefix of the phrase that ends the output: Knuth-Morris-Pratt).
-    Any token that is not in the phrase leads to 0."""
+def phrase_transitions(phrase: Sequence[int]) -> list[dict[int, int]]:
+    """rows[s] for s in 0..len(phrase): token -> how much of `phrase` an output matches after it matched the first
+    s tokens and then emits that token (the longest prefix of the phrase that ends the output: Knuth-Morris-Pratt's
+    automaton); a token a row lacks leads to 0. Row s is the row of its fallback with phrase[s] leading to s + 1, so
+    the rows hold at most 2 len(phrase) entries in all (Simon 1993: at most len(phrase) lead back to a state above
+    0), where a table of every state by every position held the square of the phrase's length."""
     fallback = [0] * (len(phrase) + 1)  # longest proper prefix of phrase[:k] that is also its suffix
     for k in range(2, len(phrase) + 1):
         matched = fallback[k - 1]
         while matched and phrase[matched] != phrase[k - 1]:
             matched = fallback[matched]
         fallback[k] = matched + (phrase[matched] == phrase[k - 1])
+    rows: list[dict[int, int]] = []
+    for state in range(len(phrase) + 1):
+        rows.append(dict(rows[fallback[state]]) if state else {})
+        if state < len(phrase):
+            rows[state][phrase[state]] = state + 1
+    return rows
 
-    def following(state: int, token: int) -> int:
-        while state == len(phrase) or (state and phrase[state] != token):
-            state = fallback[state]
-        return state + (phrase[state] == token)
 
-    return [[following(state, token) for token in phrase] for state in range(len(phrase) + 1)]
+class PhraseAutomata:
+    """Every sentence's phrases' `phrase_transitions` as one sparse table, its entries sorted by (sentence, slot,
+    state, token) for a search: a dense one of (B, P, L+1, L) numbers held the square of the longest phrase for
+    every phrase of the batch (2,000 tokens: 32 MB and seconds a phrase)."""
+
+    def __init__(self, phrases: list[list[list[int]]], device: torch.device):
+        """phrases (B, P): lists of tokens, every sentence with P (empty ones too)."""
+        bases, keys, following, base = [], [], [], 0  # base: a phrase's first row, one row a state
+        for line in phrases:
+            bases.append([])
+            for phrase in line:
+                bases[-1].append(base)
+                for state, row in enumerate(phrase_transitions(phrase)):
+                    keys += [(base + state) * _KEY_STRIDE + token for token in row]
+                    following += row.values()
+                base += len(phrase) + 1
+        self.bases = torch.tensor(bases, dtype=torch.long, device=device)  # (B, P)
+        sentinel = torch.iinfo(torch.long).max  # above every key, so that a search for any key lands on an entry
+        self.keys, order = torch.tensor([*keys, sentinel], dtype=torch.long, device=device).sort()
+        self.following = torch.tensor([*following, 0], dtype=torch.long, device=device)[order]
+
+    def step(self, sentences: Tensor, slots: Tensor, states: Tensor, tokens: Tensor) -> Tensor:
+        """The state of each phrase (sentence, slot) in `states` after `tokens` (all four broadcast together)."""
+        keys = (self.bases[sentences, slots] + states) * _KEY_STRIDE + tokens
+        entries = torch.searchsorted(self.keys, keys)
+        return torch.where(self.keys[entries] == keys, self.following[entries], 0)
 
 
-def advance_phrases(phrases: Tensor, lengths: Tensor, transitions: Tensor, open_ends: Tensor, sentences: Tensor,
+def advance_phrases(automata: PhraseAutomata, lengths: Tensor, open_ends: Tensor, sentences: Tensor,
                     progress: Tensor, tokens: Tensor, glued: Tensor) -> Tensor:
-    """Progress (N, P) after each row emits its token (N,). The tables hold each sentence's phrases: phrases
-    (B, P, L) padded with -1, lengths (B, P), transitions (B, P, L+1, L) from `phrase_transitions` (padded with 0),
-    open_ends (B, P) whether a phrase ends inside a word; sentences (N,) says whose each row is.
+    """Progress (N, P) after each row emits its token (N,). The tables hold each sentence's phrases: their
+    automata, lengths (B, P), open_ends (B, P) whether a phrase ends inside a word; sentences (N,) says whose each
+    row is.
 
     A phrase matched in full (progress = its length) waits for the next token: one that is `glued` (N,) to an open
     end goes on with the word and undoes the match; any other makes the phrase met for good (length + 1)."""
-    slots = torch.arange(phrases.size(1), device=phrases.device)
+    slots = torch.arange(lengths.size(1), device=lengths.device)
     lengths = lengths[sentences]
-    reachable = transitions[sentences.unsqueeze(1), slots, progress.minimum(lengths)]  # (N, P, L) after each token
-    following = (reachable * (phrases[sentences] == tokens.view(-1, 1, 1))).amax(dim=-1)
+    following = automata.step(sentences.unsqueeze(1), slots, progress.minimum(lengths), tokens.unsqueeze(1))
     kept = (progress == lengths) & ~(open_ends[sentences] & glued.unsqueeze(1))
     return torch.where(progress > lengths, progress, torch.where(kept, lengths + 1, following))
 
@@ -184,25 +212,15 @@ class PrefixTracker:
         return torch.where(tokens == EOS, position, following)
 
 
-def transition_table(phrases: list[list[list[int]]], longest: int) -> Tensor:
-    """(B, P, L+1, L) each sentence's phrases' `phrase_transitions`, padded with 0; phrases (B, P) lists of tokens."""
-    table = torch.zeros(len(phrases), len(phrases[0]), longest + 1, longest, dtype=torch.long)
-    for sentence, line in enumerate(phrases):
-        for slot, phrase in enumerate(line):
-            if phrase:
-                table[sentence, slot, : len(phrase) + 1, : len(phrase)] = torch.tensor(phrase_transitions(phrase))
-    return table
-
-
-def occurrence_table(lines: Sequence[Constraints], device: torch.device) -> tuple[Tensor, Tensor, Tensor]:
-    """Where each token is in each sentence's positive phrases (its first position in each), sorted by
-    (sentence, token), for `ConstraintTracker.banks` to look up: keys (sentence * stride + token), slots, positions."""
-    entries = sorted((sentence * _KEY_STRIDE + token, slot, phrase.index(token))
+def occurrence_table(lines: Sequence[Constraints], device: torch.device) -> tuple[Tensor, Tensor]:
+    """Which of each sentence's positive phrases hold each token, sorted by (sentence, token), for
+    `ConstraintTracker.banks` to look up: keys (sentence * stride + token), slots."""
+    entries = sorted((sentence * _KEY_STRIDE + token, slot)
                      for sentence, line in enumerate(lines) for slot, phrase in enumerate(line.positive)
                      for token in set(phrase))
-    table = torch.tensor(entries, dtype=torch.long, device=device).view(-1, 3)  # (E, 3)
-    keys, slots, positions = table.T.contiguous()
-    return keys, slots, positions
+    table = torch.tensor(entries, dtype=torch.long, device=device).view(-1, 2)  # (E, 2)
+    keys, slots = table.T.contiguous()
+    return keys, slots
 
 
 class ConstraintTracker:
@@ -227,11 +245,11 @@ class ConstraintTracker:
         self.negative = torch.tensor([[len(line.positive) <= slot < len(line.positive) + len(line.negative)
                                        for slot in range(slots)] for line in lines], device=device)  # (B, P)
         self.totals = (self.lengths * ~self.negative).sum(dim=1)  # (B,) positive tokens to meet
-        self.transitions = transition_table(phrases, longest).to(device)  # (B, P, L+1, L)
+        self.automata = PhraseAutomata(phrases, device)
         last = self.phrases.gather(2, (self.lengths - 1).clamp(min=0).unsqueeze(2)).squeeze(2).clamp(min=0)
         open_last = torch.zeros_like(last, dtype=torch.bool) if self.open is None else self.open[last]
         self.open_ends = (self.lengths > 0) & ~self.negative & open_last  # (B, P) a positive phrase ends in a word
-        self.occurrence_keys, self.occurrence_slots, self.occurrence_positions = occurrence_table(lines, device)
+        self.occurrence_keys, self.occurrence_slots = occurrence_table(lines, device)
 
     def initial_state(self, rows: int) -> ConstraintState:
         return ConstraintState(torch.zeros(rows, self.lengths.size(1), dtype=torch.long, device=self.lengths.device),
@@ -266,8 +284,8 @@ class ConstraintTracker:
     def advance(self, state: ConstraintState, rows: Tensor, tokens: Tensor, sentences: Tensor) -> ConstraintState:
         """The state after each of rows (N,) emits its token (N,); sentences (N,) are the rows' sentences."""
         glued = torch.zeros_like(tokens, dtype=torch.bool) if self.glued is None else self.glued[tokens]
-        progress = advance_phrases(self.phrases, self.lengths, self.transitions, self.open_ends, sentences,
-                                   state.progress[rows], tokens, glued)
+        progress = advance_phrases(self.automata, self.lengths, self.open_ends, sentences, state.progress[rows],
+                                   tokens, glued)
         guard = None if self.guard is None else self.guard.advance(state.guard[rows], tokens)
         return ConstraintState(progress, self.prefix.advance(state.prefix[rows], tokens, sentences), guard)
 
@@ -307,20 +325,19 @@ class ConstraintTracker:
         glued_sums = (lengths * ((met | ((progress == lengths) & ~open_ends)) & positive)).sum(dim=1)
         glued = torch.zeros_like(tokens, dtype=torch.bool) if self.glued is None else self.glued[tokens]
         sums = torch.where(glued, glued_sums[rows], unglued_sums[rows])
-        pairs, slots, positions = self._occurrences(sentences[rows], tokens)
+        pairs, slots = self._occurrences(sentences[rows], tokens)
         parents = rows[pairs]
         length, matched = lengths[parents, slots], progress[parents, slots]
         kept = (matched > length) | ((matched == length) & ~(open_ends[parents, slots] & glued[pairs]))
-        reached = self.transitions[sentences[parents], slots, matched.minimum(length), positions]
+        reached = self.automata.step(sentences[parents], slots, matched.minimum(length), tokens[pairs])
         return sums.index_add(0, pairs, reached.minimum(length) * ~kept)
 
-    def _occurrences(self, sentences: Tensor, tokens: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """The positive phrases that hold each row's token: (row, slot, the token's first position in the phrase)
-        for each."""
+    def _occurrences(self, sentences: Tensor, tokens: Tensor) -> tuple[Tensor, Tensor]:
+        """The positive phrases that hold each row's token: (row, slot) for each."""
         keys = sentences * _KEY_STRIDE + tokens
         starts = torch.searchsorted(self.occurrence_keys, keys)
         pairs, entries = _expand(starts, torch.searchsorted(self.occurrence_keys, keys, right=True) - starts)
-        return pairs, self.occurrence_slots[entries], self.occurrence_positions[entries]
+        return pairs, self.occurrence_slots[entries]
 
     def _candidate_ids(self, flat: Tensor, sentences: Tensor, state: ConstraintState, beam_size: int,
                        vocab: int) -> Tensor:

@@ -13,6 +13,7 @@ import torch
 from devices import device_params
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scaling import assert_linear
 from test_models import NAMES, encoded, make_model
 from test_search import EMPTY_FIRST, LENGTH_CASE, MISLEADING, PENALTIES, FixedDecoder, sources, table
 
@@ -20,6 +21,7 @@ from nmtkit.config import DataConfig
 from nmtkit.constraint_tracker import (
     ConstraintState,
     ConstraintTracker,
+    PhraseAutomata,
     advance_phrases,
     allocate,
     phrase_transitions,
@@ -50,33 +52,63 @@ def longest_match(phrase: list[int], output: list[int]) -> int:
 def test_phrase_transitions_follow_the_longest_match(seed):
     rng = random.Random(seed)
     phrase = [rng.choice("ab") for _ in range(rng.randint(1, 6))]
-    table = phrase_transitions(phrase)
-    assert len(table) == len(phrase) + 1
+    rows = phrase_transitions(phrase)
+    assert len(rows) == len(phrase) + 1
     for state in range(len(phrase) + 1):
-        for index, token in enumerate(phrase):  # the output so far ends with phrase[:state]
-            assert table[state][index] == longest_match(phrase, phrase[:state] + [token]), (phrase, state, index)
+        for token in [*phrase, 9]:  # the output so far ends with phrase[:state]
+            assert rows[state].get(token, 0) == longest_match(phrase, phrase[:state] + [token]), (phrase, state)
+        assert 0 not in rows[state].values()
 
 
 def test_phrase_transitions_of_a_self_overlapping_phrase():
-    assert phrase_transitions([7, 7, 8]) == [[1, 1, 0], [2, 2, 0], [2, 2, 3], [1, 1, 0]]  # A A A B meets A A B
+    assert phrase_transitions([7, 7, 8]) == [{7: 1}, {7: 2}, {7: 2, 8: 3}, {7: 1}]  # A A A B meets A A B
 
 
-def phrase_tables(*phrases: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One sentence's phrases, lengths and transitions, padded as ConstraintTracker pads them."""
-    longest = max(map(len, phrases))
-    table = torch.tensor([[*phrase, *[-1] * (longest - len(phrase))] for phrase in phrases]).unsqueeze(0)
-    transitions = torch.zeros(1, len(phrases), longest + 1, longest, dtype=torch.long)
-    for slot, phrase in enumerate(phrases):
-        transitions[0, slot, : len(phrase) + 1, : len(phrase)] = torch.tensor(phrase_transitions(phrase))
-    return table, torch.tensor([list(map(len, phrases))]), transitions
+def fibonacci_word(length: int) -> list[int]:
+    word, before = [1], [0]
+    while len(word) < length:
+        word, before = word + before, word
+    return word[:length]
+
+
+@pytest.mark.parametrize("phrase", [[5] * 3000, [5] * 2999 + [6], [5, 6] * 1500, fibonacci_word(3000),
+                                    list(range(3000)), random.Random(0).choices([4, 5, 6], k=3000)],
+                         ids=["one token", "one token then another", "two alternating", "fibonacci", "distinct",
+                              "random"])
+def test_phrase_transitions_hold_at_most_two_entries_a_token(phrase):
+    """A table of every state by every position held the square of the phrase's length (a 2,000-token phrase: 4
+    million numbers, and seconds, in every batch that held it); the rows hold at most 2 a token (Simon 1993)."""
+    assert sum(map(len, phrase_transitions(phrase))) <= 2 * len(phrase)
+
+
+PHRASES = {  # long phrases: one token repeated, self-overlapping, all distinct, random
+    "one token": lambda n: (5,) * n,
+    "fibonacci": lambda n: tuple(4 + token for token in fibonacci_word(n)),
+    "distinct": lambda n: tuple(range(4, n + 4)),
+    "random": lambda n: tuple(random.Random(n).choices([4, 5, 6], k=n)),
+}
+
+
+@pytest.mark.parametrize("family", PHRASES)
+def test_a_long_phrase_is_tracked_in_linear_time(family):
+    """A tracker of a batch holding one long positive and one long negative phrase, and a step of it: its tables
+    were the square of the longest phrase (a 1,000-token phrase took seconds), now as long as the phrases."""
+    def track(phrase: tuple[int, ...]) -> None:
+        tracker = ConstraintTracker([Constraints(positive=(phrase,), negative=(phrase[::-1],)), None],
+                                    torch.device("cpu"))
+        state, sentences = tracker.initial_state(8), torch.tensor([0] * 4 + [1] * 4)
+        tracker.advance(state, torch.arange(8), torch.tensor([5, 4, 6, 7] * 2), sentences)
+        tracker.banks(state, sentences, torch.arange(8), torch.tensor([5, 4, 6, 7] * 2))
+
+    assert_linear(track, PHRASES[family], name=family)
 
 
 def run_phrases(tokens: list[int], glued: set[int], open_ends: list[bool], *phrases: list[int]) -> list[list[int]]:
-    table, lengths, transitions = phrase_tables(*phrases)
+    automata, lengths = PhraseAutomata([list(phrases)], torch.device("cpu")), torch.tensor([list(map(len, phrases))])
     progress, history = torch.zeros(1, len(phrases), dtype=torch.long), []
     for token in tokens:
-        progress = advance_phrases(table, lengths, transitions, torch.tensor([open_ends]), torch.tensor([0]),
-                                   progress, torch.tensor([token]), torch.tensor([token in glued]))
+        progress = advance_phrases(automata, lengths, torch.tensor([open_ends]), torch.tensor([0]), progress,
+                                   torch.tensor([token]), torch.tensor([token in glued]))
         history.append(progress[0].tolist())
     return history
 
@@ -148,7 +180,7 @@ def test_a_step_with_800_constraints_advances_only_the_kept_candidates(monkeypat
     advanced = []
 
     def recording(*args):
-        advanced.append(args[6].size(0))  # progress (N, P): N rows advanced
+        advanced.append(args[4].size(0))  # progress (N, P): N rows advanced
         return advance_phrases(*args)
 
     monkeypatch.setattr("nmtkit.constraint_tracker.advance_phrases", recording)
@@ -516,6 +548,23 @@ def test_the_moves_through_a_64_kb_word_take_a_few_lookups_per_byte(subword):
     longest = max(map(len, table.by_surface))
     assert len(moves) == len(word) and sum(map(len, (tokens for tokens, _ in moves))) > len(word) / longest
     assert CountingChildren.lookups <= len(word) * longest
+
+
+TEXTS = {  # what a request may hold: many phrases, one long phrase or prefix, one long word, runs of spaces
+    "many phrases": lambda n: {"positive": ["Paul went"] * n, "negative": ["the city"] * n},
+    "long phrase": lambda n: {"positive": ["Paul went to Jerusalén " * n]},
+    "long prefix": lambda n: {"prefix": "Then they went to Jerusalén " * n + "Th"},
+    "long last word": lambda n: {"prefix": "Théophile" * n},
+    "spaces": lambda n: {"positive": [" " * n + "Paul" + " " * n], "prefix": " " * n + "P"},
+}
+
+
+@pytest.mark.parametrize("family", TEXTS)
+def test_encoding_constraints_takes_linear_time(family):
+    rng = random.Random(0)
+    lines = [" ".join(rng.choices(WORDS, k=rng.randint(3, 12))) for _ in range(400)]
+    encoder = ConstraintEncoder(train_subword(lines, DataConfig(subword="bpe", vocab_size=120), 120))
+    assert_linear(lambda request: encoder.encode(**request), TEXTS[family], name=family)
 
 
 @pytest.mark.parametrize("prefix", ["Th", "The", "Then they went to Jer", "Paul went ", "and the city of G", "Théo",
