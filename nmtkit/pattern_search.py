@@ -46,6 +46,7 @@ class Regexp:
 
     def __init__(self, regex: str, longest: bool = False):
         """`longest`: the leftmost-longest match rather than the leftmost-first (Perl's)."""
+        self.regex, self.longest = regex, longest
         options = re2.Options()
         options.log_errors = False  # RE2 would print its own message on stderr as well
         options.never_capture = True
@@ -57,6 +58,9 @@ class Regexp:
             raise PatternError(message)
         known, least, most = self._regexp.PossibleMatchRange(8)
         self._range = (least, most) if known else None  # every match is between the two
+
+    def __reduce__(self) -> tuple:
+        return Regexp, (self.regex, self.longest)  # the binding's object does not pickle: compiled again
 
     def _span(self, anchor: object, data: bytes, start: int, end: int) -> tuple[int, int] | None:
         span = self._regexp.Match(anchor, data, start, end)[0]

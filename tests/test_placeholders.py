@@ -4,6 +4,7 @@ pairing of tags, training pairs, the check after decoding, and pattern files."""
 from __future__ import annotations
 
 import json
+import pickle
 import random
 import re
 from pathlib import Path
@@ -263,6 +264,11 @@ def test_none_masks_nothing_and_auto_is_every_builtin():
     assert load_patterns("none") is None
     assert AUTO.as_dict() == {name: family.regex for name, family in BUILTINS.items()}
     assert Patterns.from_dict(AUTO.as_dict()).find("a %s <b>") == AUTO.find("a %s <b>")
+
+
+def test_a_pattern_set_pickles():  # RE2's compiled objects do not: each is compiled again
+    text = "a %s <b>x</b> {0}"
+    assert pickle.loads(pickle.dumps(AUTO)).find(text) == AUTO.find(text)
 
 
 def test_a_tab_separated_pattern_file(tmp_path):
