@@ -342,3 +342,12 @@ def test_a_model_fine_tunes_on_corpora_in_its_vocabulary(model: Path, tmp_path: 
     summary = train_command(tmp_path / "data", tmp_path / "tuned", None, None, overrides, init_from=str(model),
                             max_steps=2, device="cpu", threads=1)
     assert summary["steps"] == 2
+
+
+def test_a_vocabulary_the_tags_and_placeholder_symbols_fill_is_refused_before_reading(tmp_path: Path):
+    path = three_corpora(tmp_path, crawled={"tag": "<web>"})
+    args = ["prepare", "--corpora", str(path), "--subword", "char", "--out", str(tmp_path / "data")]
+    assert_error(nmtkit(*args, "--vocab-size", "6"), "data.vocab_size 6 leaves no piece for text", "2 tags", "take 6")
+    assert_error(nmtkit(*args, "--vocab-size", "70", "--set", "placeholders=auto"), "2 tags", "64 for the placeholder",
+                 "take 70")
+    assert not (tmp_path / "data").exists()
