@@ -46,18 +46,19 @@ class Server:
     def _read_log(self) -> None:
         self.log.extend(self.process.stderr)
 
-    def post(self, body: bytes | dict, path: str = "/translate", method: str = "POST") -> tuple[int, dict]:
+    def post(self, body: bytes | dict, path: str = "/translate", method: str = "POST",
+             timeout: float = 30) -> tuple[int, dict]:
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
         request = urllib.request.Request(self.url + path, data=data if method == "POST" else None, method=method,
                                          headers={"Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(request, timeout=30) as response:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
                 return response.status, json.loads(response.read())
         except urllib.error.HTTPError as error:
             return error.code, json.loads(error.read())
 
-    def health(self) -> dict:
-        return self.post(b"", "/health", "GET")[1]
+    def health(self, timeout: float = 30) -> dict:
+        return self.post(b"", "/health", "GET", timeout)[1]
 
     def stop(self) -> int:
         self.process.send_signal(signal.SIGTERM)

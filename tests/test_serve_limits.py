@@ -1,23 +1,29 @@
 """nmtkit serve's limits, in-process: every request option and the constraints have a limit that a 400 names, numbers
-are finite on the way in and out, a translation over the time budget is stopped between its steps, and the search's
-step check (`check`) is called once per decoding step and stops it by raising."""
+are finite on the way in and out, a body holds no more JSON than a request may and a sentence no more characters or
+bytes than the caps (refused before any work), a translation over the time budget is stopped between its steps and a
+request's preparation between its sentences, and the search's step check (`check`) is called once per decoding step
+and stops it by raising."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import time
 from types import SimpleNamespace
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scaling import assert_linear
 
 from nmtkit.config import DecodeConfig
 from nmtkit.errors import NmtkitError
 from nmtkit.inputs import Request
 from nmtkit.search import beam_search, greedy_search
-from nmtkit.serve.app import ServeConfig, Service, make_app
-from nmtkit.serve.requests import BadRequest, RequestLimits, parse_body, parse_request
+from nmtkit.serve.app import ServeConfig, Service, answer, make_app
+from nmtkit.serve.requests import MAX_DEPTH, BadRequest, RequestLimits, max_values, parse_body, parse_request
 from nmtkit.translate import Translator
 from nmtkit.translate.ctranslate2_engine import CTranslate2Engine
 from nmtkit.translate.engine import Capabilities
@@ -27,7 +33,7 @@ from nmtkit.translate.masking import PlaceholderCounts
 class StepTranslator:
     """Stands in for a Translator: each line takes `steps` decoding steps of `step_seconds` (the first word of a
     line says how many steps, default 1), calling the step check before each, as the real search does; a line
-    "nan" gets a NaN score."""
+    "nan" gets a NaN score; a line "slow" takes `step_seconds` to encode. `encoded` keeps the lines encoded."""
 
     max_source = 50
     capabilities = Capabilities(constraints=True)
@@ -36,11 +42,11 @@ class StepTranslator:
     def __init__(self, options: dict | None = None, step_check=None, step_seconds: float = 0.01):
         self.options, self.step_check, self.step_seconds = options or {}, step_check, step_seconds
         self.decode = DecodeConfig(**{"beam": 1, **self.options})
-        self.steps_taken = []  # shared by the variants
+        self.steps_taken, self.encoded = [], []  # shared by the variants
 
     def with_decode(self, **options) -> StepTranslator:
         variant = StepTranslator(options, self.step_check, self.step_seconds)
-        variant.steps_taken = self.steps_taken
+        variant.steps_taken, variant.encoded = self.steps_taken, self.encoded
         return variant
 
     def with_step_check(self, check) -> StepTranslator:
@@ -49,6 +55,10 @@ class StepTranslator:
         return variant
 
     def encode(self, requests: list[Request], where: str, first: int) -> list[list[str]]:
+        for request in requests:
+            self.encoded.append(request.text)
+            if request.text == "slow":
+                time.sleep(self.step_seconds)
         return [request.text.split() for request in requests]
 
     def translate_requests(self, requests: list[Request], first_line: int = 1,
@@ -88,7 +98,7 @@ async def post(client, body: dict | bytes) -> tuple[int, dict]:
 ])
 def test_numbers_json_lacks_are_refused_as_they_are_read(body, message):
     with pytest.raises(BadRequest, match=message) as error:
-        parse_body(body)
+        parse_body(body, RequestLimits())
     assert error.value.status == 400
 
 
@@ -111,8 +121,8 @@ def test_every_number_option_has_a_limit_that_the_error_names(options, message):
                                   b'{"sentences": [{"text": "a", "prefix": "\\udfff"}]}'])
 def test_half_a_surrogate_pair_is_refused_as_no_character(body):
     with pytest.raises(BadRequest, match="sentence 0: .*surrogates not allowed"):
-        parse_request(parse_body(body), RequestLimits())
-    whole_pair = parse_body(b'{"sentences": ["\\ud83d\\ude00"]}')
+        parse_request(parse_body(body, RequestLimits()), RequestLimits())
+    whole_pair = parse_body(b'{"sentences": ["\\ud83d\\ude00"]}', RequestLimits())
     assert parse_request(whole_pair, RequestLimits())[0] == [Request("\U0001f600")]
 
 
@@ -251,3 +261,127 @@ def test_the_translator_hands_its_step_check_to_its_engine():
     checked = translator.with_step_check(check)
     assert checked.search([[5]]) == [[]] and translator.search([[5]]) == [[]]
     assert seen == [check, None] and translator.step_check is None  # with_step_check made a copy
+
+
+def test_a_sentence_over_the_character_or_byte_cap_is_refused_before_any_work():
+    async def scenario(client):
+        assert await post(client, {"sentences": ["a" * 10, "é" * 6]}) == (200, {"translations": ["A" * 10, "É" * 6]})
+        status, body = await post(client, {"sentences": ["a", "a" * 11]})
+        assert (status, body["error"]) == (413, "sentence 1 has 11 characters: this service allows at most 10 "
+                                                 "(--max-sentence-chars)")
+        status, body = await post(client, {"sentences": [{"text": "é" * 7}]})  # 7 characters, 14 bytes
+        assert (status, body["error"]) == (413, "sentence 0 has 14 UTF-8 bytes: this service allows at most 12 "
+                                                 "(--max-sentence-bytes)")
+        status, body = await post(client, {"sentences": ["a"] * 3 + ["%" + "0" * (1 << 20)]})
+        assert status == 413 and "--max-sentence-chars" in body["error"]
+
+    translator = run_service(ServeConfig(max_sentence_chars=10, max_sentence_bytes=12, batch_wait_ms=1), scenario)
+    assert translator.encoded == ["a" * 10, "é" * 6]  # the refused requests were not encoded, not even in part
+    with pytest.raises(NmtkitError, match="--max-sentence-chars"):
+        ServeConfig(max_sentence_chars=0)
+
+
+def test_preparing_a_request_past_the_time_budget_is_a_503_between_its_sentences():
+    budget = 0.3
+
+    async def scenario(client):
+        started = time.monotonic()
+        status, body = await post(client, {"sentences": ["slow"] * 50})  # 50 x 0.1 s to encode
+        assert status == 503 and "preparing the request ran past this service's time budget (0.3 s, " \
+                                 "--time-budget)" in body["error"]
+        assert budget <= time.monotonic() - started < budget + 1.0
+        assert await post(client, {"sentences": ["fine"]}) == (200, {"translations": ["FINE"]})
+
+    translator = run_service(ServeConfig(time_budget=budget, batch_wait_ms=1), scenario,
+                             StepTranslator(step_seconds=0.1))
+    assert 3 <= translator.encoded.count("slow") <= 5 and translator.steps_taken  # stopped within a sentence
+
+
+def test_a_sentence_over_the_subword_limit_stops_the_encoding_there():
+    async def scenario(client):
+        status, body = await post(client, {"sentences": ["a b", "a b c d", "c"]})
+        assert (status, body["error"]) == (413, "sentence 1 has 4 subwords; at most 3")
+
+    assert run_service(ServeConfig(max_tokens=3), scenario).encoded == ["a b", "a b c d"]
+
+
+def body_of(values: int, depth: int = 1) -> bytes:
+    """A body whose "sentences" holds `values` strings, nested `depth` arrays deep."""
+    return b'{"sentences": ' + b"[" * depth + b", ".join([b'"a"'] * values) + b"]" * depth + b"}"
+
+
+def test_a_body_holds_no_more_json_values_and_nesting_than_a_request_may():
+    limits = RequestLimits(max_sentences=4, max_request_constraints=2)
+    most = max_values(limits)
+    assert parse_body(body_of(most - 1), limits)  # the array counts too
+    with pytest.raises(BadRequest, match="more JSON values than any request .*--max-sentences") as error:
+        parse_body(body_of(most), limits)
+    assert error.value.status == 413
+    assert parse_body(body_of(1, MAX_DEPTH - 1), limits)
+    for body in (body_of(1, MAX_DEPTH), b"[" * 100_000, b'{"a": ' * 100_000):
+        with pytest.raises(BadRequest, match=f"nests objects and arrays more than {MAX_DEPTH} deep"):
+            parse_body(body, limits)
+    sentences = [{"text": "a", "constraints": ["b"], "negative": ["c"], "prefix": "d", "tgt_lang": "e"}] * 4
+    full = {"sentences": sentences, "scores": True, **{name: 1 for name in ("beam", "nbest", "alpha", "min_len",
+                                                                             "max_len_a", "max_len_b")},
+            "length_penalty": "x", "tgt_lang": "y"}
+    with pytest.raises(BadRequest, match="--max-request-constraints"):  # 8 phrases: parsed, refused by its rule
+        parse_request(parse_body(json.dumps(full).encode(), limits), limits)
+
+
+def depth(value) -> int:
+    """How many objects and arrays deep `value` nests."""
+    if isinstance(value, (list, dict)):
+        return 1 + max(map(depth, value.values() if isinstance(value, dict) else value), default=0)
+    return 0
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**30, 10**30) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(), lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(), children, max_size=5),
+    max_leaves=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=JSON_VALUES, indent=st.sampled_from([None, 0, 2]))
+def test_a_body_within_the_limits_reads_as_json_loads_reads_it(value, indent):
+    raw = json.dumps({"sentences": [value]}, indent=indent).encode()
+    if depth(value) + 2 <= MAX_DEPTH:
+        assert parse_body(raw, RequestLimits()) == json.loads(raw)
+    else:
+        with pytest.raises(BadRequest, match="nests objects and arrays"):
+            parse_body(raw, RequestLimits())
+
+
+
+@pytest.mark.parametrize("family", [
+    lambda n: b'{"sentences": ["' + b"a" * n + b'"]}',  # one huge line
+    lambda n: b'{"sentences": ["' + b"\\u00e9" * n + b'"]}',  # escapes
+    lambda n: b'{"sentences": [' + b" " * n + b'"a"]}',  # a long run of one character
+    lambda n: b'{"beam": 1' + b"0" * n + b"}",  # a number of too many digits
+    lambda n: b'{"sentences": [' + b", ".join([b'"a"'] * n) + b"]}",  # many values
+    lambda n: b'{"sentences": [' + b", ".join([b'{"text": "a"}'] * n) + b"]}",  # many objects
+])
+def test_reading_a_body_takes_linear_time(family):
+    def read(raw: bytes) -> None:
+        try:
+            parse_body(raw, RequestLimits(max_sentences=1 << 22))
+        except BadRequest:
+            pass
+
+    assert_linear(read, family)
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts=st.lists(st.lists(st.text(), min_size=1, max_size=3), max_size=5), nbest=st.integers(1, 3),
+       scores=st.booleans(), score=st.floats(-1e6, 0))
+def test_the_answer_is_written_as_json_dumps_writes_it(texts, nbest, scores, score):
+    results = [[(text, score) for text in hyps] for hyps in texts]
+    expected = {"translations": [hyps[0][0] for hyps in results]}
+    if scores:
+        expected["scores"] = [hyps[0][1] for hyps in results]
+    if nbest > 1:
+        expected["nbest"] = [[{"translation": text, "score": value} for text, value in hyps] for hyps in results]
+    assert json.loads(answer(results, nbest, scores)) == expected
+    with pytest.raises(ValueError):
+        answer([[("a", math.nan)]], 1, True)

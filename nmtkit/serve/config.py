@@ -27,7 +27,9 @@ class ServeConfig(RequestLimits):
     shutdown_timeout: float = option(60.0, "seconds a stop waits for requests being translated")
     time_budget: float = option(
         30.0, "seconds one translation call (the requests gathered into it) may run: a search over it is stopped "
-        "before its next step and its requests get 503; a CTranslate2 call is stopped before its next batch")
+        "before its next step and its requests get 503; a CTranslate2 call is stopped before its next batch. "
+        "Preparing a request (reading it, masking and encoding its sentences) has as long: past it, 503 before its "
+        "next sentence")
     client_timeout: float = option(
         10.0, "seconds a client has to send a request's headers (from its connection, or its previous answer) and "
         "then its body: a slower one gets 408 or is dropped")

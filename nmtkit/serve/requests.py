@@ -2,13 +2,18 @@
 asks for (`RequestLimits`, part of `nmtkit.serve.config.ServeConfig`), each refused with a 4xx `BadRequest` that
 names the limit and its command-line flag.
 
-Numbers are those JSON allows: NaN, Infinity and numbers too large for a float are refused as they are read.
+Numbers are those JSON allows: NaN, Infinity and numbers too large for a float are refused as they are read, and a
+body holds no more values, nested no deeper, than a request may (`parse_body`). Each sentence is capped in characters
+and UTF-8 bytes before anything reads it: masking and subword encoding cost time in a sentence's length.
 """
 
 from __future__ import annotations
 
 import json
+import json.decoder
+import json.scanner
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from nmtkit.config import option
@@ -19,6 +24,7 @@ from nmtkit.inputs import Request, parse_record
 # the search options a request may set, with their JSON types (a bool is not a number here)
 REQUEST_OPTIONS = {"beam": int, "nbest": int, "length_penalty": str, "alpha": float, "min_len": int,
                    "max_len_a": float, "max_len_b": int, "tgt_lang": str}
+MAX_DEPTH = 4  # objects and arrays a request nests: {"sentences": [{"constraints": ["..."]}]}
 
 
 @dataclass
@@ -26,6 +32,13 @@ class RequestLimits:
     """How much one request may ask for (the service's part of `ServeConfig`)."""
 
     max_sentences: int = option(256, "most sentences in one request")
+    max_sentence_chars: int = option(
+        4096, "most characters in one sentence (far more than a real one; a model of 1,024 positions reads about "
+        "4,000): a longer one is refused before it is masked or encoded, which bounds how long one step of "
+        "preparing a request can hold the server")
+    max_sentence_bytes: int = option(
+        12288, "most UTF-8 bytes in one sentence (3 a character: the text of any script within "
+        "--max-sentence-chars fits, emoji aside)")
     max_beam: int = option(16, "largest beam (and nbest) a request may ask for")
     max_output_tokens: int = option(
         512, "most target subwords a request may ask for in one translation: its min_len, |max_len_b|, |max_len_a| "
@@ -40,8 +53,10 @@ class RequestLimits:
         65536, "most UTF-8 bytes of constraints, negative phrases and prefixes in one request")
 
     def __post_init__(self):
-        if min(self.max_sentences, self.max_beam, self.max_output_tokens) < 1:
-            raise NmtkitError("--max-sentences, --max-beam and --max-output-tokens must be at least 1")
+        if min(self.max_sentences, self.max_sentence_chars, self.max_sentence_bytes, self.max_beam,
+               self.max_output_tokens) < 1:
+            raise NmtkitError("--max-sentences, --max-sentence-chars, --max-sentence-bytes, --max-beam and "
+                              "--max-output-tokens must be at least 1")
         if min(self.max_constraints, self.max_constraint_bytes, self.max_request_constraints,
                self.max_request_constraint_bytes) < 0:
             raise NmtkitError("--max-constraints, --max-constraint-bytes, --max-request-constraints and "
@@ -58,9 +73,9 @@ class BadRequest(Exception):
         self.status = status
 
 
-def within(value: float, limit: float, what: str, flag: str) -> None:
+def within(value: float, limit: float, what: str, flag: str, status: int = 400) -> None:
     if value > limit:
-        raise BadRequest(f"{what}: this service allows at most {limit} (--{flag})")
+        raise BadRequest(f"{what}: this service allows at most {limit} (--{flag})", status)
 
 
 def finite_number(text: str) -> float:
@@ -76,10 +91,59 @@ def no_constant(name: str) -> float:
     raise BadRequest(f"{name} is not a JSON number (JSON has no NaN or Infinity)")
 
 
-def parse_body(raw: bytes) -> object:
-    """The JSON of a request body, or BadRequest; numbers are finite."""
+class BodyDecoder(json.JSONDecoder):
+    """`json.loads` for a request body that reads objects and arrays in Python (`json.scanner.py_make_scanner`;
+    strings and numbers are still read in C), counting the values as it goes: the C reader reads a whole body in
+    one call that holds the GIL, up to half a second for 4 MB of empty arrays, and so stalls the event loop from any
+    thread. Refuses (BadRequest) a value beyond `max_values` before reading it, a container nested beyond MAX_DEPTH,
+    and numbers JSON lacks."""
+
+    def __init__(self, max_values: int):
+        super().__init__(parse_float=finite_number, parse_constant=no_constant)
+        self.values_left, self.depth = max_values, 0
+        self.parse_object, self.parse_array = self.read_object, self.read_array
+        self.scan_once = json.scanner.py_make_scanner(self)
+
+    def read_object(self, s_and_end, strict, scan_once, *hooks):
+        with self.nested():
+            return json.decoder.JSONObject(s_and_end, strict, self.counted(scan_once), *hooks)
+
+    def read_array(self, s_and_end, scan_once):
+        with self.nested():
+            return json.decoder.JSONArray(s_and_end, self.counted(scan_once))
+
+    @contextmanager
+    def nested(self):
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise BadRequest(f"the body nests objects and arrays more than {MAX_DEPTH} deep, as no request does")
+        try:
+            yield
+        finally:
+            self.depth -= 1
+
+    def counted(self, scan_once):
+        def scan(string: str, index: int):
+            self.values_left -= 1
+            if self.values_left < 0:
+                raise BadRequest("the body holds more JSON values than any request within this service's limits "
+                                 "(--max-sentences, --max-request-constraints)", 413)
+            return scan_once(string, index)
+
+        return scan
+
+
+def max_values(limits: RequestLimits) -> int:
+    """The most JSON values a request within `limits` holds: its fields, and for each sentence an object of its
+    five keys' values, and its constraints and negative phrases."""
+    return 1 + 2 + len(REQUEST_OPTIONS) + limits.max_sentences * (1 + 5) + limits.max_request_constraints
+
+
+def parse_body(raw: bytes, limits: RequestLimits) -> object:
+    """The JSON of a request body, or BadRequest; numbers are finite; no more values than a request within
+    `limits` holds (`BodyDecoder`)."""
     try:
-        return json.loads(raw.decode("utf-8"), parse_float=finite_number, parse_constant=no_constant)
+        return BodyDecoder(max_values(limits)).decode(raw.decode("utf-8"))
     except UnicodeDecodeError as error:
         raise BadRequest("the body is not UTF-8") from error
     except ValueError as error:  # json.JSONDecodeError, or an integer of more digits than Python reads
@@ -95,9 +159,9 @@ def check_option(name: str, value) -> None:
         raise BadRequest(f"field {name!r} must be {expected}, got {json.dumps(value)}")
 
 
-def parse_sentence(index: int, sentence: object) -> Request:
+def parse_sentence(index: int, sentence: object, limits: RequestLimits) -> Request:
     """A sentence of a request: a string, or an object with "text" and the keys of `translate --input-format jsonl`
-    (constraints, negative, prefix, tgt_lang)."""
+    (constraints, negative, prefix, tgt_lang); its text within `limits`' characters and bytes (413)."""
     try:
         if isinstance(sentence, str):
             if "\n" in sentence or "\r" in sentence:
@@ -105,10 +169,14 @@ def parse_sentence(index: int, sentence: object) -> Request:
             request = Request(sentence)
         else:
             request = parse_record(sentence)
+        within(len(request.text), limits.max_sentence_chars, f"sentence {index} has {len(request.text)} characters",
+               "max-sentence-chars", 413)
         for text in (request.text, *request.constraints, *request.negative, request.prefix, request.tgt_lang):
             text.encode("utf-8")  # JSON may escape half of a UTF-16 surrogate pair ("\ud800"): no character
     except ValueError as error:  # UnicodeEncodeError included
         raise BadRequest(f"sentence {index}: {error}") from error
+    size = len(request.text.encode("utf-8"))
+    within(size, limits.max_sentence_bytes, f"sentence {index} has {size} UTF-8 bytes", "max-sentence-bytes", 413)
     return request
 
 
@@ -166,7 +234,7 @@ def parse_request(body: object, limits: RequestLimits) -> tuple[list[Request], d
         raise BadRequest('field "sentences" must be a list of strings (or objects with "text")')
     if len(sentences) > limits.max_sentences:
         raise BadRequest(f"{len(sentences)} sentences in one request; at most {limits.max_sentences}", 413)
-    sentences = [parse_sentence(index, sentence) for index, sentence in enumerate(sentences)]
+    sentences = [parse_sentence(index, sentence, limits) for index, sentence in enumerate(sentences)]
     check_constraints(sentences, limits)
     scores = body.get("scores", False)
     if not isinstance(scores, bool):
