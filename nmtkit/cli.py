@@ -18,7 +18,7 @@ from typing import Annotated
 import typer
 
 from nmtkit.cli_options import ConfigValues, config_options
-from nmtkit.config import DataConfig, DecodeConfig, TrainConfig, help_for
+from nmtkit.config import LINE_CAP_HELP, MAX_LINE_BYTES, DataConfig, DecodeConfig, TrainConfig, help_for
 from nmtkit.config_values import parse_duration
 from nmtkit.data.distilled_config import DistillFilterConfig
 from nmtkit.errors import NmtkitError
@@ -218,6 +218,7 @@ def translate(
     resume: Annotated[bool, typer.Option(
         help="continue the --output of an interrupted run: its whole chunks of --buffer-size lines are kept, the "
              "rest translated again, so the file ends as an uninterrupted run's")] = False,
+    max_line_bytes: Annotated[int, typer.Option(help=LINE_CAP_HELP, min=1)] = MAX_LINE_BYTES,
     overrides: Overrides = None,
 ) -> None:
     """Translate lines from stdin (or --input) to stdout (or --output), one output line per input line (K with
@@ -250,10 +251,10 @@ def translate(
     if output is not None:
         total = count_lines(input) if input is not None else None
         settings = run_settings(translator, model, average, stream_options)
-        print(json.dumps(translate_to_file(translator, open_lines(input), output, resume, total, settings,
-                                           **stream_options)))
+        lines = open_lines(input, max_line_bytes)
+        print(json.dumps(translate_to_file(translator, lines, output, resume, total, settings, **stream_options)))
         return
-    for text in translate_stream(translator, open_lines(input), **stream_options):
+    for text in translate_stream(translator, open_lines(input, max_line_bytes), **stream_options):
         sys.stdout.write(text)
         sys.stdout.flush()
 

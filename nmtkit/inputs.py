@@ -150,7 +150,8 @@ def open_lines(path: Path | None, max_bytes: int = MAX_LINE_BYTES) -> Iterator[s
 
 def _decoded(file: BinaryIO, source: str, max_bytes: int, close: bool = False) -> Iterator[str]:
     try:
-        for raw in bounded_lines(file, max_bytes, source, "leave it out (no model translates a line this long)"):
+        for raw in bounded_lines(file, max_bytes, source,
+                                 "leave it out (no model translates a line this long), or raise --max-line-bytes"):
             yield raw.decode("utf-8", errors="replace")
     finally:
         if close:

@@ -61,6 +61,14 @@ def run(args: list[str]) -> dict:
     return json.loads(done.stdout)
 
 
+def recorded_lines(output: Path) -> int:
+    """The input lines the record of `output` says its whole chunks hold (the record follows the synced chunk)."""
+    try:
+        return json.loads(record_of(output).read_bytes())["lines"]
+    except (OSError, ValueError):  # not yet written (or being renamed over)
+        return 0
+
+
 def kill_after_two_chunks(args: list[str], lines: list[str], output: Path) -> None:
     """Run `args` on the first KILL_AFTER `lines` through a pipe that stays open, so that it translates two whole
     chunks and waits for the third; SIGKILL it there."""
@@ -70,7 +78,7 @@ def kill_after_two_chunks(args: list[str], lines: list[str], output: Path) -> No
         process.stdin.write("".join(lines[:KILL_AFTER]).encode("utf-8"))
         process.stdin.flush()
         deadline = time.monotonic() + WAIT_SECONDS
-        while not (output.exists() and count_lines(output) >= 2 * CHUNK) and time.monotonic() < deadline:
+        while not recorded_lines(output) >= 2 * CHUNK and time.monotonic() < deadline:
             assert process.poll() is None, "the run ended before it was killed"
             time.sleep(0.05)
     finally:
@@ -217,3 +225,14 @@ def test_resume_of_a_finished_file_redoes_only_its_last_partial_chunk(written):
     assert json.loads(result.stdout) == {"output": str(output), "lines": lines, "translated": lines % CHUNK}
     assert output.read_bytes() == before
     assert json.loads(record_of(output).read_text())["lines"] == lines - lines % CHUNK
+
+
+def test_translate_refuses_a_line_over_max_line_bytes(corpus, tmp_path):
+    checkpoint, _ = corpus
+    source = tmp_path / "in.txt"
+    source.write_text("uno dos\n" + "tres " * 10 + "\n", encoding="utf-8")
+    args = ["translate", "-m", str(checkpoint), "-i", str(source), "--beam", "1", "--threads", "1"]
+    assert_error(nmtkit(*args, "--max-line-bytes", "49"), f"{source}:2: line longer than 49 bytes",
+                 "--max-line-bytes")
+    result = nmtkit(*args, "--max-line-bytes", "50")
+    assert result.exit_code == 0 and result.stdout.count("\n") == 2
