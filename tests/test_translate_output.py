@@ -20,6 +20,7 @@ import pytest
 import torch
 from cli_runner import assert_error, nmtkit
 
+import nmtkit.translate.output as output_module
 from nmtkit.checkpoint import make_payload, save_atomic
 from nmtkit.config import DataConfig
 from nmtkit.data.subword import train_subword
@@ -236,3 +237,24 @@ def test_translate_refuses_a_line_over_max_line_bytes(corpus, tmp_path):
                  "--max-line-bytes")
     result = nmtkit(*args, "--max-line-bytes", "50")
     assert result.exit_code == 0 and result.stdout.count("\n") == 2
+
+
+def test_a_full_disk_under_output_is_one_line_and_keeps_what_was_recorded(written, monkeypatch):
+    checkpoint, source, output, before = written
+    assert_error(translate_into(checkpoint, Path("/dev/full"), source), "No space left on device")
+    calls, real_write = [], output_module.write_json_atomic
+
+    def full_after_two(path, record):  # the fresh record and the first chunk's are written, then the disk is full
+        calls.append(record["lines"])
+        if len(calls) > 2:
+            raise OSError(28, "No space left on device", str(path))
+        real_write(path, record)
+
+    monkeypatch.setattr(output_module, "write_json_atomic", full_after_two)
+    output.unlink()
+    assert_error(translate_into(checkpoint, output, source), "No space left on device")
+    assert calls == [0, CHUNK, 2 * CHUNK] and json.loads(record_of(output).read_bytes())["lines"] == CHUNK
+    monkeypatch.undo()
+    result = translate_into(checkpoint, output, source, "--resume")
+    assert result.exit_code == 0 and json.loads(result.stdout)["translated"] == count_lines(source) - CHUNK
+    assert output.read_bytes() == before
