@@ -127,16 +127,26 @@ class Masking:
     def anchors(self, source: str, source_ids: list[int], tokens: list[int],
                 weights: list[list[float]]) -> dict[str, int]:
         """Symbol of `source` -> the character offset in the decoded `tokens` of the target token that attends
-        most to it (none for a symbol the source ids lack, or that the end of the translation attends to most)."""
-        anchors, piece_id = {}, self.loaded.src_subword.processor.piece_to_id
-        rows = weights[: len(tokens) + 1]
+        most to it (none for a symbol the source ids lack, or that the end of the translation attends to most).
+        Each source column and each target row is looked at once, however many symbols share them."""
+        rows, piece_id = weights[: len(tokens) + 1], self.loaded.src_subword.processor.piece_to_id
+        columns: dict[int, int] = {}  # piece -> its first column in the source ids
+        for column, piece in enumerate(source_ids):
+            columns.setdefault(piece, column)
+        best_rows: dict[int, int] = {}
+        offsets: dict[int, int] = {}
+        anchors = {}
         for symbol in symbols(source):
-            column = source_ids.index(piece_id(symbol)) if piece_id(symbol) in source_ids else None
+            column = columns.get(piece_id(symbol))
             if column is None or not rows or column >= len(rows[0]):
                 continue
-            best = max(range(len(rows)), key=lambda row: rows[row][column])
+            if column not in best_rows:
+                best_rows[column] = max(range(len(rows)), key=lambda row: rows[row][column])
+            best = best_rows[column]
             if best < len(tokens):
-                anchors[symbol] = len(self.loaded.tgt_subword.decode([tokens[:best]])[0])
+                if best not in offsets:
+                    offsets[best] = len(self.loaded.tgt_subword.decode([tokens[:best]])[0])
+                anchors[symbol] = offsets[best]
         return anchors
 
 
