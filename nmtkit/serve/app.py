@@ -219,11 +219,11 @@ class Service:
         sources = [ids for job in jobs for ids in job.sources]
         budget = self.config.time_budget
         check = functools.partial(self.check_budget, time.monotonic() + budget)
-        translator = self.variant(jobs[0].options).with_step_check(check)
-        repaired = translator.placeholder_counts.repaired
+        counts = self.translator.placeholder_counts  # shared by the variants
+        repaired = counts.repaired
         try:
             results = await asyncio.get_running_loop().run_in_executor(
-                None, translator.translate_requests, lines, 1, sources)
+                None, self.translate_group, jobs[0].options, check, lines, sources)
         except OverBudget:
             log.warning("translation of %d sentences stopped: over the time budget of %g s", len(lines), budget)
             self.fail(jobs, lambda: BadRequest(f"the translation ran past this service's time budget ({budget:g} s, "
@@ -235,14 +235,19 @@ class Service:
             self.fail(jobs, TranslationFailed)
             return
         self.requests, self.calls = self.requests + len(jobs), self.calls + 1
-        if translator.placeholder_counts.repaired > repaired:
-            log.warning("%d of %d sentences lost or broke placeholders; repaired",
-                        translator.placeholder_counts.repaired - repaired, len(lines))
+        if counts.repaired > repaired:
+            log.warning("%d of %d sentences lost or broke placeholders; repaired", counts.repaired - repaired,
+                        len(lines))
         start = 0
         for job in jobs:
             if not job.done.done():  # a client that went away cancelled its future
                 job.done.set_result(results[start : start + len(job.sentences)])
             start += len(job.sentences)
+
+    def translate_group(self, options: dict, check: Callable[[], None], lines: list[Request],
+                        sources: list[list[int]]) -> list[list[tuple[str, float]]]:
+        """One translation call, in the worker's thread: its translator variant too is made there, not on the loop."""
+        return self.variant(options).with_step_check(check).translate_requests(lines, 1, sources)
 
     def check_budget(self, deadline: float) -> None:
         """The worker's check before each decoding step (see `Translator.with_step_check`)."""
