@@ -1,10 +1,13 @@
 """HTML and XML input (`translate --input-format html`): translate the text inside markup, keep the markup.
 
-Each input is a fragment (a line). Block-level elements (`BLOCK`: `p`, `div`, `li`, `td`, `h1`, `br`...), doctypes
-and processing instructions split it into segments, each translated as a sentence; inline elements (any other)
-stay inside their segment. Kept byte for byte, never translated: every tag with its attribute values, comments,
-CDATA, and the whole of an excluded element (`SKIP`, the names a user adds, any element with `translate="no"`).
-Entities are decoded for the model; the translation is written with `&`, `<` and `>` escaped.
+Each input is a fragment (a line), read by `nmtkit.markup_scan` in linear time, each of its characters in exactly
+one piece. Block-level elements (`BLOCK`: `p`, `div`, `li`, `td`, `h1`, `br`...), doctypes and processing
+instructions split it into segments, each translated as a sentence; inline elements (any other) stay inside their
+segment. Kept byte for byte, never translated: every tag with its attribute values, comments, CDATA, markup the
+line ends inside, text without letters outside a translated segment, and the whole of an excluded element (`SKIP`,
+the names a user adds, any element with `translate="no"`). Entities are decoded for the model; the translation is
+written with `&`, `<` and `>` escaped (so a translation that copies its source gives the fragment back but for its
+translated texts, each its characters so escaped), between the whitespace its source starts and ends with.
 
 A segment's inline markup goes through the model one of two ways:
 - as symbols, when the model's vocabulary has the reserved symbols (trained with placeholders,
@@ -25,13 +28,13 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from html import escape, unescape
-from html.parser import HTMLParser
+from html import escape
 from itertools import groupby
 from typing import Protocol
 
 from nmtkit.errors import NmtkitError
-from nmtkit.markup_repair import repair
+from nmtkit.markup_repair import holds_brackets, repair
+from nmtkit.markup_scan import ATOM, BREAK, EMPTY, END, START, TEXT, Token, scan, unescape
 from nmtkit.placeholders import CLOSE, OPEN, PLACEHOLDER_SYMBOLS, TAG_PAIR_SYMBOLS, reordered
 
 log = logging.getLogger(__name__)
@@ -48,7 +51,7 @@ VOID = frozenset(("area", "base", "br", "col", "embed", "hr", "img", "input", "l
 SKIP = frozenset(("script", "style", "code", "pre", "textarea"))
 TAG_NAME = re.compile(r"[A-Za-z][A-Za-z0-9:._-]*")
 
-TEXT, OPEN_TAG, CLOSE_TAG, ATOM, BREAK = "text", "open", "close", "atom", "break"
+OPEN_TAG, CLOSE_TAG = "open", "close"  # an inline start or end tag (TEXT, ATOM, BREAK: the scanner's kinds)
 
 
 @dataclass(frozen=True)
@@ -61,156 +64,130 @@ class Piece:
     name: str = ""  # the tag name of a start or end tag
 
 
-class _Scanner(HTMLParser):
-    """The fragment's events: (offset, kind, tag name, translate="no"); each reaches to the next one's offset."""
-
-    def __init__(self, fragment: str):
-        super().__init__(convert_charrefs=False)  # entities as events of their own: offsets stay exact
-        self.events: list[tuple[int, str, str, bool]] = []
-        self._line_starts = [0] + [index + 1 for index, char in enumerate(fragment) if char == "\n"]
-        self.feed(fragment)
-        self.close()
-
-    def _event(self, kind: str, name: str = "", keep: bool = False) -> None:
-        line, column = self.getpos()
-        self.events.append((self._line_starts[line - 1] + column, kind, name, keep))
-
-    def handle_starttag(self, tag, attrs):
-        self._event("start", tag, any(name == "translate" and (value or "").strip().lower() == "no"
-                                      for name, value in attrs))
-
-    def handle_startendtag(self, tag, attrs):
-        self._event("startend", tag)
-
-    def handle_endtag(self, tag):
-        self._event("end", tag)
-
-    def handle_data(self, data):
-        self._event(TEXT)
-
-    handle_entityref = handle_charref = handle_data
-
-    def handle_comment(self, data):
-        self._event(ATOM)
-
-    unknown_decl = handle_comment  # CDATA sections
-
-    def handle_decl(self, decl):
-        self._event(BREAK)
-
-    handle_pi = handle_decl
-
-
-def _kind(event: str, name: str) -> str:
-    """The kind of piece an event of the scanner is (one not excluded)."""
-    if event in (TEXT, ATOM, BREAK):
-        return event
+def _kind(token: str, name: str) -> str:
+    """The kind of piece a token of the scanner is (one not excluded)."""
+    if token in (TEXT, ATOM, BREAK):
+        return token
     if name in BLOCK:
         return BREAK
-    if event == "startend" or name in VOID:
+    if token == EMPTY or name in VOID:
         return ATOM
-    return OPEN_TAG if event == "start" else CLOSE_TAG
+    return OPEN_TAG if token == START else CLOSE_TAG
 
 
-def _element_end(events: list[tuple[int, str, str, bool]], start: int) -> int:
-    """The index of the end tag that closes the element started at `start` (the last event if none does)."""
-    name, depth = events[start][2], 0
-    for index in range(start, len(events)):
-        if events[index][2] == name and events[index][1] in ("start", "end"):
-            depth += 1 if events[index][1] == "start" else -1
+def _element_end(tokens: list[Token], start: int) -> int:
+    """The index of the end tag that closes the element started at `start` (the last token if none does)."""
+    name, depth = tokens[start][3], 0
+    for index in range(start, len(tokens)):
+        if tokens[index][3] == name and tokens[index][2] in (START, END):
+            depth += 1 if tokens[index][2] == START else -1
             if depth == 0:
                 return index
-    return len(events) - 1
+    return len(tokens) - 1
 
 
 def pieces(fragment: str, skip: frozenset[str] = SKIP) -> list[Piece]:
     """The fragment as pieces, adjacent text merged; an excluded element (a name in `skip`, or `translate="no"`)
-    is one piece, an atom or a break as its tag is inline or block."""
-    events = _Scanner(fragment).events
-    ends = [offset for offset, *_ in events[1:]] + [len(fragment)]
-    found: list[Piece] = []
+    is one piece, an atom or a break as its tag is inline or block. Together the pieces are the fragment."""
+    tokens = scan(fragment)
+    spans: list[tuple[str, int, int, str]] = []  # kind, start, end, tag name
     index = 0
-    while index < len(events):
-        offset, event, name, keep = events[index]
+    while index < len(tokens):
+        start, _, token, name, keep = tokens[index]
         last = index
-        if event == "start" and (name in skip or keep) and name not in VOID:
-            last = _element_end(events, index)
+        if token == START and (name in skip or keep) and name not in VOID:
+            last = _element_end(tokens, index)  # the tokens up to it are this piece's: each is read once
             kind = BREAK if name in BLOCK else ATOM
         else:
-            kind = _kind(event, name)
-        piece = Piece(kind, fragment[offset:ends[last]], name if kind in (OPEN_TAG, CLOSE_TAG) else "")
-        if kind == TEXT and found and found[-1].kind == TEXT:
-            piece = Piece(TEXT, found.pop().raw + piece.raw)
-        found.append(piece)
+            kind = _kind(token, name)
+        end = tokens[last][1]
+        if kind == TEXT and spans and spans[-1][0] == TEXT:
+            start = spans.pop()[1]
+        spans.append((kind, start, end, name if kind in (OPEN_TAG, CLOSE_TAG) else ""))
         index = last + 1
-    return found
+    return [Piece(kind, fragment[start:end], name) for kind, start, end, name in spans]
 
 
 def pairs(found: list[Piece]) -> dict[int, int]:
     """Start tag index -> index of the end tag that closes it in the same segment, as an HTML parser recovers: an
     end tag closes the innermost open element of its name and leaves those opened inside it unclosed."""
-    matched, open_tags = {}, []
+    matched: dict[int, int] = {}
+    open_tags: list[int] = []  # the open elements, outermost first
+    by_name: dict[str, list[tuple[int, int]]] = {}  # name -> (depth in open_tags, index), innermost last
     for index, piece in enumerate(found):
         if piece.kind == BREAK:
-            open_tags = []
+            open_tags, by_name = [], {}
         elif piece.kind == OPEN_TAG:
+            by_name.setdefault(piece.name, []).append((len(open_tags), index))
             open_tags.append(index)
         elif piece.kind == CLOSE_TAG:
-            depth = next((depth for depth in range(len(open_tags) - 1, -1, -1)
-                          if found[open_tags[depth]].name == piece.name), None)
-            if depth is not None:
-                matched[open_tags[depth]] = index
+            named = by_name.get(piece.name, [])
+            # an element left unclosed by an outer one's end tag is gone from open_tags: dropped here, once
+            while named and (named[-1][0] >= len(open_tags) or open_tags[named[-1][0]] != named[-1][1]):
+                named.pop()
+            if named:
+                depth, start = named.pop()
+                matched[start] = index
                 del open_tags[depth:]
     return matched
 
 
 def settle(found: list[Piece]) -> list[Piece]:
-    """`found` with each start or end tag that is unpaired within its segment made a break, until all pair (an
-    unpaired tag moved by a translation could break the nesting of the tags around it)."""
-    while True:
-        matched = pairs(found)
-        paired = set(matched) | set(matched.values())
-        unpaired = [index for index, piece in enumerate(found)
-                    if piece.kind in (OPEN_TAG, CLOSE_TAG) and index not in paired]
-        if not unpaired:
-            return found
-        found = [replace(piece, kind=BREAK) if index in unpaired else piece for index, piece in enumerate(found)]
+    """`found` with each start or end tag that is unpaired within its segment made a break, and so on until all
+    pair (an unpaired tag moved by a translation could break the nesting of the tags around it).
+
+    In one pass, to the same fixpoint: the tags left are the largest set whose segments, the other tags made breaks,
+    nest properly (a round keeps every tag of such a set, and its fixpoint is one). An end tag that does not close
+    the innermost open element can close none (those opened after its partner would stay open inside the pair), so
+    it is a break, and so is every element still open across it or across a break."""
+    unpaired, open_tags = [], []
+    for index, piece in enumerate(found):
+        if piece.kind == OPEN_TAG:
+            open_tags.append(index)
+        elif piece.kind == CLOSE_TAG and open_tags and found[open_tags[-1]].name == piece.name:
+            open_tags.pop()
+        elif piece.kind in (CLOSE_TAG, BREAK):
+            unpaired += open_tags + ([index] if piece.kind == CLOSE_TAG else [])
+            open_tags = []
+    broken = set(unpaired + open_tags)
+    return [replace(piece, kind=BREAK) if index in broken else piece for index, piece in enumerate(found)]
 
 
-def _peel(inner: list[Piece], edge: list[Piece], end: bool) -> None:
-    """Move an atom, or a text's outer whitespace, from the start (or `end`) of `inner` to `edge` (kept there)."""
-    piece = inner[-1 if end else 0]
-    if piece.kind == ATOM:
-        moved, rest = piece, []
-    elif piece.kind == TEXT and piece.raw != piece.raw.strip():
+def _peel(inner: list[Piece], low: int, high: int, edge: list[Piece], end: bool) -> tuple[int, int]:
+    """Move an atom, or a text's outer whitespace, from the start (or `end`) of `inner[low:high]` to `edge` (kept
+    there); the new (low, high)."""
+    index = high - 1 if end else low
+    piece = inner[index]
+    if piece.kind == TEXT and (piece.raw[-1:] if end else piece.raw[:1]).isspace():
         core = piece.raw.rstrip() if end else piece.raw.lstrip()
-        space = piece.raw[len(core):] if end else piece.raw[:len(piece.raw) - len(core)]
-        moved, rest = Piece(TEXT, space), [Piece(TEXT, core)] if core else []
+        edge.append(Piece(TEXT, piece.raw[len(core):] if end else piece.raw[:len(piece.raw) - len(core)]))
+        inner[index] = Piece(TEXT, core)
+        if core:
+            return low, high
+    elif piece.kind == ATOM:
+        edge.append(piece)
     else:
-        return
-    if end:
-        inner[-1:] = rest
-        edge.insert(0, moved)
-    else:
-        inner[:1] = rest
-        edge.append(moved)
+        return low, high
+    return (low, high - 1) if end else (low + 1, high)
 
 
 def trim(segment: list[Piece]) -> tuple[list[Piece], list[Piece], list[Piece]]:
-    """(before, inner, after): the segment's edges that stay where they are (whitespace, atoms, and elements around
-    the whole rest), and the rest, to translate."""
-    before, inner, after = [], list(segment), []
-    while inner:
-        size = len(inner)
-        _peel(inner, before, end=False)
-        if inner:
-            _peel(inner, after, end=True)
-        if len(inner) > 1 and inner[0].kind == OPEN_TAG and pairs(inner).get(0) == len(inner) - 1:
-            before.append(inner.pop(0))
-            after.insert(0, inner.pop())
-        if len(inner) == size:
+    """(before, inner, after): the edges of a settled segment (`settle`: its tags paired) that stay where they are
+    (whitespace, atoms, and elements around the whole rest), and the rest, to translate."""
+    matched, inner = pairs(segment), list(segment)
+    before, after, low, high = [], [], 0, len(segment)
+    while low < high:
+        was = (low, high)  # only a text stripped: its edge is no space now, nor a tag to peel
+        low, high = _peel(inner, low, high, before, end=False)
+        if low < high:
+            low, high = _peel(inner, low, high, after, end=True)
+        if high - low > 1 and inner[low].kind == OPEN_TAG and matched.get(low) == high - 1:
+            before.append(inner[low])
+            after.append(inner[high - 1])
+            low, high = low + 1, high - 1
+        if (low, high) == was:
             break
-    return before, inner, after
+    return before, inner[low:high], after[::-1]
 
 
 @dataclass
@@ -249,22 +226,30 @@ def no_text_masks(markup_placeholders: int) -> None:
 @dataclass(frozen=True)
 class Unit:
     """One text the model translates: a segment masked to symbols (`originals`: symbol -> markup), or text; `text`
-    masked its placeholders, if any."""
+    masked its placeholders, if any; `raw` the fragment's characters it stands for."""
 
+    raw: str
     source: str
     originals: dict[str, str]
     text: TextMask | None = None
 
     def render(self, output: str, stats: MarkupStats) -> str:
         cleaned = output if self.text is None else self.text.before_repair(output)
-        tokens, repaired = repair(cleaned, self.originals)  # a text without markup gets no symbols either
+        # a text without markup gets no symbols either; the brackets of the source's own text are text
+        tokens, repaired = repair(cleaned, self.originals, holds_brackets(self.source, self.originals))
         kept = tokens if self.text is None else self.text.after_repair(tokens)
         stats.repaired += repaired or cleaned != output or "".join(kept) != "".join(tokens)
-        # stripped: the segment's own outer whitespace stays around it (markup never starts or ends with a space);
         # printf conversions the translation reorders come back positional (`reordered`)
         originals = reordered("".join(kept), self.originals)
-        return "".join(originals[token] if token in originals else escape(token, quote=False)
-                       for token in kept).strip()
+        return self._edges("".join(originals[token] if token in originals else escape(token, quote=False)
+                                   for token in kept))
+
+    def _edges(self, rendered: str) -> str:
+        """`rendered` stripped, between the source's own outer whitespace: what the model adds around its
+        translation goes, what an entity of the fragment puts there (`&nbsp;Hello`) stays (trim keeps the rest)."""
+        core = self.source.strip()
+        lead = self.source[:self.source.index(core)] if core else self.source
+        return lead + rendered.strip() + self.source[len(lead) + len(core):]
 
 
 def masked(inner: list[Piece], text_masks: TextMasks) -> Unit | None:
@@ -278,8 +263,8 @@ def masked(inner: list[Piece], text_masks: TextMasks) -> Unit | None:
         if piece.kind == TEXT:
             masked_before = counts["ph"]
             texts.append(unescape(piece.raw) if text_mask is None else text_mask.mask(piece.raw, counts))
-            if texts[-1].count(OPEN) + texts[-1].count(CLOSE) > 2 * (counts["ph"] - masked_before):
-                return None  # a bracket of no symbol (the reserved family masks them unless out of symbols)
+            if _stray_brackets(texts[-1], counts["ph"] - masked_before):
+                return None
             continue
         if piece.kind == CLOSE_TAG:
             symbol = f"{OPEN}/t{numbers[partner[index]]}{CLOSE}"
@@ -292,7 +277,14 @@ def masked(inner: list[Piece], text_masks: TextMasks) -> Unit | None:
         originals[symbol] = piece.raw
     if counts["t"] > TAG_PAIR_SYMBOLS or counts["ph"] > PLACEHOLDER_SYMBOLS:
         return None
-    return Unit("".join(texts), originals | (text_mask.originals if text_mask else {}), text_mask)
+    return Unit("".join(piece.raw for piece in inner), "".join(texts),
+                originals | (text_mask.originals if text_mask else {}), text_mask)
+
+
+def _stray_brackets(text: str, placeholders: int) -> bool:
+    """Whether a text masked with `placeholders` symbols holds a bracket of no symbol (the reserved family masks
+    them, unless out of symbols or inside an entity's characters)."""
+    return text.count(OPEN) + text.count(CLOSE) > 2 * placeholders
 
 
 def _has_letters(raw: str) -> bool:
@@ -308,9 +300,10 @@ def split(inner: list[Piece], text_masks: TextMasks) -> list[str | Unit]:
         if piece.kind != TEXT or not _has_letters(core):
             parts.append(piece.raw)
             continue
-        start, text_mask = piece.raw.index(core), text_masks(0)
-        unit = Unit(unescape(core), {}) if text_mask is None else \
-            Unit(text_mask.mask(core, Counter()), text_mask.originals, text_mask)
+        start, text_mask, counts = piece.raw.index(core), text_masks(0), Counter()
+        source = None if text_mask is None else text_mask.mask(core, counts)
+        unit = Unit(core, unescape(core), {}) if source is None or _stray_brackets(source, counts["ph"]) else \
+            Unit(core, source, text_mask.originals, text_mask)  # else: its placeholders unguarded, brackets text
         parts += [piece.raw[:start], unit, piece.raw[start + len(core):]]
     return parts
 

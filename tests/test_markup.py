@@ -374,3 +374,12 @@ def test_the_model_sees_each_symbol_as_one_piece_and_an_echo_gives_the_input_bac
 ])
 def test_translate_html_errors(models, args, needle):
     assert_error(nmtkit("translate", "-m", models[False], "--device", "cpu", *args, stdin="<p>uno</p>\n"), needle)
+
+
+@pytest.mark.parametrize("symbols", [True, False])
+def test_a_line_that_starts_with_an_empty_end_tag_keeps_it(models, symbols):  # issue 63: "</>" was lost
+    result = nmtkit("translate", "-m", models[symbols], "--device", "cpu", "--threads", "1", "--input-format", "html",
+                    *SHORT, stdin="</>a b c\n</>\n")
+    assert result.exit_code == 0, result.stderr
+    first, second, end = result.stdout.split("\n")
+    assert first.startswith("</>") and second == "</>" and end == ""

@@ -12,29 +12,28 @@ first); with one left as text, a placeholder the model spells out of ordinary pi
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
-from html import unescape
 
+from nmtkit.markup_scan import CHARREF, unescape
 from nmtkit.placeholders import CLOSE, OPEN, PLACEHOLDER_SYMBOLS, SYMBOL, Patterns, placeholder_spans
 from nmtkit.translate.masking import separate_glued
 from nmtkit.translate.repair import remove_spelled
 
-CHARREF = re.compile(r"&(#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?)")  # html.unescape's own
-
 
 def decoded(raw: str) -> tuple[str, dict[int, int]]:
     """`unescape(raw)`, and the offset in `raw` of each offset of it that no entity's characters straddle."""
-    text, bounds, position = "", {0: 0}, 0
+    parts, bounds, position, length = [], {0: 0}, 0, 0
     for match in [*CHARREF.finditer(raw), None]:
         end = len(raw) if match is None else match.start()
-        bounds.update((len(text) + offset - position, offset) for offset in range(position + 1, end + 1))
-        text += raw[position:end]
+        bounds.update((length + offset - position, offset) for offset in range(position + 1, end + 1))
+        parts.append(raw[position:end])
+        length += end - position
         if match is not None:
-            text += unescape(match.group())
-            bounds[len(text)], position = match.end(), match.end()
-    return text, bounds
+            parts.append(unescape(match.group()))
+            length += len(parts[-1])
+            bounds[length], position = match.end(), match.end()
+    return "".join(parts), bounds
 
 
 def tokens(masked: str) -> list[str]:
@@ -85,5 +84,15 @@ class TextPlaceholders:
 
     def after_repair(self, repaired: list[str]) -> list[str]:
         """`repaired` (texts and symbols) with a space where a placeholder and the text beside it would read as
-        another one (`$HOME` + `s`)."""
-        return tokens(separate_glued("".join(repaired), self.texts, self.patterns)) if self.texts else repaired
+        another one (`$HOME` + `s`); each stretch between two symbols of markup on its own (a markup symbol is no
+        text: beside the text's own brackets it would read as a placeholder of the reserved family)."""
+        if not self.texts:
+            return repaired
+        parted, stretch = [], []
+        for token in [*repaired, None]:
+            if token is not None and (token in self.texts or not SYMBOL.fullmatch(token)):
+                stretch.append(token)
+                continue
+            parted += tokens(separate_glued("".join(stretch), self.texts, self.patterns)) + ([token] if token else [])
+            stretch = []
+        return parted
