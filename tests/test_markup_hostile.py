@@ -1,7 +1,8 @@
 """Hostile input for HTML (nmtkit/markup.py, markup_scan.py, markup_repair.py, translate/html_text.py), issue 63:
 linear time on adversarial families (`scaling.assert_linear`); every character of a fragment in exactly one piece and
 an identity translation giving the fragment back, exactly or after the documented rule for translated text
-(hypothesis); `pairs`, `settle` and `trim` against their former definitions; each finding reproduced."""
+(hypothesis); the tokenizer against html.parser on well-formed fragments, `pairs`, `settle` and `trim` against their
+former definitions; each finding reproduced."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from html import escape, unescape
+from html.parser import HTMLParser
 
 import pytest
 from hypothesis import given, settings
@@ -35,7 +37,7 @@ from nmtkit.markup import (
     trim,
 )
 from nmtkit.markup_repair import SYMBOL_SPLIT
-from nmtkit.markup_scan import scan
+from nmtkit.markup_scan import EMPTY, END, START, scan
 from nmtkit.placeholders import CLOSE, OPEN, PLACEHOLDER_SYMBOLS, load_patterns
 from nmtkit.translate.html_text import TextPlaceholders, decoded
 from nmtkit.translate.html_text import tokens as symbols_and_texts
@@ -199,6 +201,48 @@ def translated_texts_rewritten(parts: list[str | Unit], masked: bool) -> str:
     return "".join(part if isinstance(part, str) else "".join(
         rewritten(piece.raw, masked) if piece.kind == TEXT else piece.raw for piece in pieces(part.raw))
         for part in parts)
+
+
+class Markup(HTMLParser):
+    """Where the standard library's parser (what markup.py used before issue 63) sees markup: (offset, kind, tag
+    name) of each tag, comment, CDATA section, declaration and processing instruction."""
+
+    def __init__(self, fragment: str):
+        super().__init__(convert_charrefs=False)
+        self.starts = [0] + [index + 1 for index, char in enumerate(fragment) if char == "\n"]
+        self.found: list[tuple[int, str, str]] = []
+        self.feed(fragment)
+        self.close()
+
+    def _found(self, kind: str, name: str = "") -> None:
+        line, column = self.getpos()
+        self.found.append((self.starts[line - 1] + column, kind, name))
+
+    def handle_starttag(self, tag, attrs):
+        self._found(START, tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self._found(EMPTY, tag)
+
+    def handle_endtag(self, tag):
+        self._found(END, tag)
+
+    def handle_comment(self, data):
+        self._found(ATOM)
+
+    unknown_decl = handle_comment
+
+    def handle_decl(self, decl):
+        self._found(BREAK)
+
+    handle_pi = handle_decl
+
+
+@settings(max_examples=200, deadline=None)
+@given(canonical_fragments.map("".join))
+def test_markup_is_where_html_parser_finds_it_in_well_formed_fragments(fragment):
+    assert [(start, kind, name) for start, _, kind, name, _ in scan(fragment) if kind != TEXT] == \
+        Markup(fragment).found
 
 
 @settings(max_examples=200, deadline=None)
