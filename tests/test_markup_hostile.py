@@ -6,9 +6,7 @@ former definitions; each finding reproduced."""
 
 from __future__ import annotations
 
-import gc
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import replace
 from html import escape, unescape
 from html.parser import HTMLParser
@@ -16,7 +14,7 @@ from html.parser import HTMLParser
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scaling import MIN_SECONDS, assert_linear, cpu_seconds
+from scaling import assert_linear
 
 from nmtkit.markup import (
     ATOM,
@@ -105,42 +103,15 @@ FAMILIES = {
 }
 
 
-REFERENCE = 1 << 15  # characters
-
-
-@pytest.fixture(autouse=True, scope="module")
-def frozen_heap():
-    """The objects alive now out of the garbage collector's sight while these tests run: `scaling` collects before
-    each size it times, a tenth of a second each in a process that has loaded torch."""
-    gc.freeze()
-    yield
-    gc.unfreeze()
-
-
-def linear(function: Callable[[str], object], family: Callable[[int], str], name: str) -> None:
-    """`assert_linear`, with `function` called as many times in a row as makes a call on a fragment of the family of
-    about REFERENCE characters take MIN_SECONDS: a family that one scan at C's pace reads would reach that only past
-    megabytes, where the memory sets the pace (strings that large are fresh pages each time, at 8n past the caches),
-    not the code. The sizes tried start near where MIN_SECONDS is reached, were the time linear."""
-    size = 16
-    while len(family(size)) < REFERENCE:
-        size *= 2
-    seconds = max(cpu_seconds(function, family(size)), 1e-6)
-    calls = max(1, min(1024, round(MIN_SECONDS / seconds)))
-    linear_size = int(size * MIN_SECONDS / (seconds * calls))
-    assert_linear(lambda fragment: [function(fragment) for _ in range(calls)], family,
-                  max(16, 1 << max(0, linear_size.bit_length() - 2)), name)
-
-
 @pytest.mark.parametrize("family", FAMILIES)
 def test_plan_is_linear(family):
-    linear(lambda fragment: plan(fragment, SKIP, True, MarkupStats()), FAMILIES[family], family)
+    assert_linear(lambda fragment: plan(fragment, SKIP, True, MarkupStats()), FAMILIES[family], name=family)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_an_identity_translation_is_linear(family):  # split, and as symbols with the text's placeholders masked
-    linear(lambda fragment: [identity(fragment, mode) for mode in ("split", "symbols, text masked")],
-           FAMILIES[family], family)
+    assert_linear(lambda fragment: [identity(fragment, mode) for mode in ("split", "symbols, text masked")],
+                  FAMILIES[family], name=family)
 
 
 T1, T1_, T2, T2_ = "｟t1｠", "｟/t1｠", "｟t2｠", "｟/t2｠"
