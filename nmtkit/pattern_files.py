@@ -7,6 +7,17 @@ from pathlib import Path
 
 from nmtkit.errors import NmtkitError
 
+# The built-in families that ran on Python's re, as manifests and checkpoints recorded them: their `\s` is Unicode
+# whitespace there and ASCII on RE2, so a record of one of them is read as today's built-in of that name (which spells
+# Python's whitespace out), and a model trained before masks as it did then.
+BEFORE_RE2 = {
+    "python": r"%\([^()\s]+\)[-+ #0]*(?:[0-9]+|\*)?(?:\.(?:[0-9]+|\*))?[diouxXeEfFgGcrsa%]",
+    "brace": r"\{(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+)?(?:\.[A-Za-z_][A-Za-z0-9_]*|\[[^\[\]{}]*\])*"
+             r"(?:![rsa])?(?:,\s*-?[0-9]+)?(?::[^{}]*)?\}",
+    "tag": r"</[A-Za-z][A-Za-z0-9:._-]*\s*>|<[A-Za-z][A-Za-z0-9:._-]*"
+           r"(?:\s+[^\s\"'<>/=]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s\"'=<>`]+))?)*\s*/?>",
+}
+
 
 def read_pattern_file(path: Path) -> list[tuple[str, str, str | None]]:
     """(where, name, regex) of each entry of a pattern file, YAML (`.yaml`, `.yml`) or `name<TAB>regex` lines; regex

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nmtkit.errors import NmtkitError
-from nmtkit.pattern_files import read_pattern_file
+from nmtkit.pattern_files import BEFORE_RE2, read_pattern_file
 from nmtkit.pattern_search import PatternError, Regexp, byte_spans, char_offsets
 
 OPEN, CLOSE = "\uff5f", "\uff60"  # ｟ ｠
@@ -117,7 +117,10 @@ class Patterns:
 
     @classmethod
     def from_dict(cls, regexes: dict[str, str]) -> Patterns:
-        return cls([_family(f"family {name!r}", name, regex, set()) for name, regex in regexes.items()])
+        """The set a manifest or checkpoint recorded (`as_dict`); a built-in as recorded before RE2 is today's."""
+        current = {name: BUILTINS[name].regex if BEFORE_RE2.get(name) == regex else regex
+                   for name, regex in regexes.items()}
+        return cls([_family(f"family {name!r}", name, regex, set()) for name, regex in current.items()])
 
     def find(self, text: str) -> list[Span]:
         """The placeholders of `text`, left to right, non-overlapping: at each step the match of any family that

@@ -443,3 +443,15 @@ def test_the_subword_model_learns_from_the_unmasked_text(tmp_path, monkeypatch, 
     subword, _ = load_subwords(tmp_path / "data")
     assert all(subword.pieces(symbol) == [symbol] or subword.pieces(symbol)[-1] == symbol
                for symbol in reserved_symbols())
+
+
+def test_a_record_of_the_built_ins_before_re2_masks_as_they_did():
+    """A manifest or checkpoint written while the built-ins ran on Python's re records `\\s` (Unicode there, ASCII
+    on RE2): read back, it is today's built-in, which spells Python's whitespace out."""
+    from nmtkit.pattern_files import BEFORE_RE2
+
+    recorded = {**{name: family.regex for name, family in BUILTINS.items()}, **BEFORE_RE2}
+    text = '<a\u00a0href="x">y</a> {0,\u3000-5} %s'
+    masked, originals = mask(text, Patterns.from_dict(recorded))
+    assert (masked, originals) == mask(text, load_patterns("auto"))
+    assert sorted(originals.values()) == ["%s", "</a>", '<a\u00a0href="x">', "{0,\u3000-5}"]
