@@ -151,7 +151,7 @@ def test_serve_asks_a_multilingual_model_for_the_target_language(model: Path):
     translator = service.variant(options)
     assert translator.decode.tgt_lang == "de"
     tags = translator.loaded.tags
-    assert [ids[0] for ids in service.encode(translator, sentences)] == [tags["de"], tags["fr"]]
+    assert [ids[0] for ids in service.encode(translator, sentences)[0]] == [tags["de"], tags["fr"]]
     with pytest.raises(NmtkitError, match="sentence 0: a multilingual model needs a target language.*de, en, fr"):
         service.encode(service.variant({}), sentences)
     with pytest.raises(NmtkitError, match="unknown --tgt-lang 'xx'"):

@@ -192,9 +192,13 @@ class EchoTranslator:
     def encode(self, requests: list[Request], where: str, first: int) -> list[list[str]]:
         return [request.text.split() for request in requests]
 
-    def translate_requests(self, requests: list[Request], first_line: int = 1,
-                           sources: list | None = None) -> list[list[tuple[str, float]]]:
+    def encode_masked(self, requests: list[Request], where: str, first: int) -> tuple[list[list[str]], list]:
+        return self.encode(requests, where, first), [f"masked {request.text}" for request in requests]
+
+    def translate_requests(self, requests: list[Request], first_line: int = 1, sources: list | None = None,
+                           masked: list | None = None) -> list[list[tuple[str, float]]]:
         lines = [request.text for request in requests]
+        assert masked == [f"masked {line}" for line in lines]  # masked once, when the request was prepared
         self.calls.append((self.options, lines))
         if "boom" in lines:
             raise RuntimeError("the model failed")

@@ -61,8 +61,11 @@ class StepTranslator:
                 time.sleep(self.step_seconds)
         return [request.text.split() for request in requests]
 
-    def translate_requests(self, requests: list[Request], first_line: int = 1,
-                           sources: list | None = None) -> list[list[tuple[str, float]]]:
+    def encode_masked(self, requests: list[Request], where: str, first: int) -> tuple[list[list[str]], list]:
+        return self.encode(requests, where, first), [None] * len(requests)
+
+    def translate_requests(self, requests: list[Request], first_line: int = 1, sources: list | None = None,
+                           masked: list | None = None) -> list[list[tuple[str, float]]]:
         steps = max(int(words[0]) if (words := request.text.split()) and words[0].isdigit() else 1
                     for request in requests)
         for _ in range(steps):

@@ -57,6 +57,7 @@ from nmtkit.serve.config import ServeConfig
 from nmtkit.serve.connections import LINGER_SECONDS, SLACK_SECONDS, CappedSite, deadlines
 from nmtkit.serve.requests import BadRequest, check_output_lengths, parse_body, parse_request
 from nmtkit.translate import Translator
+from nmtkit.translate.masking import MaskedLine
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +89,7 @@ class Job:
 
     sentences: list[Request]
     sources: list[list[int]]
+    masked: list[MaskedLine]  # the sentences with their placeholders masked (`Translator.encode`'s input)
     options: dict
     tokens: int
     done: asyncio.Future | None = field(default=None, repr=False)  # made on the event loop, once prepared
@@ -117,16 +119,18 @@ class Service:
         sentences, options, scores = parse_request(parse_body(raw, self.config), self.config)
         try:
             translator = self.variant(options)
-            sources = self.encode(translator, sentences, deadline)
+            sources, masked = self.encode(translator, sentences, deadline)
         except NmtkitError as error:
             raise BadRequest(str(error)) from error
         lengths = [len(ids) for ids in sources]
         check_output_lengths(lengths, translator.decode.max_len_a, translator.decode.max_len_b,
                              self.translator.max_source, self.config)
-        return Job(sentences, sources, options, sum(lengths)), scores
+        return Job(sentences, sources, masked, options, sum(lengths)), scores
 
-    def encode(self, translator: Translator, sentences: list[Request], deadline: float = math.inf) -> list[list[int]]:
-        """The sentences' source ids (`Translator.encode`: masked, then subwords), a sentence at a time, so that no
+    def encode(self, translator: Translator, sentences: list[Request],
+               deadline: float = math.inf) -> tuple[list[list[int]], list[MaskedLine]]:
+        """The sentences' source ids (`Translator.encode`: masked, then subwords) and masked lines (which the
+        translation restores), a sentence at a time, so that no
         call into C holds the interpreter lock for more than one capped sentence; BadRequest for a sentence over
         `max_tokens` (413) and once past `deadline` or stopped (503); NmtkitError for what the translator cannot
         serve (constraints its search cannot follow, no target language for a multilingual model)."""
@@ -136,7 +140,7 @@ class Service:
                                   "constrained search")
             if translator.decode.sample:
                 raise NmtkitError("constraints and prefixes need beam search; this service samples")
-        sources = []
+        sources, masked = [], []
         for index, sentence in enumerate(sentences):
             if time.monotonic() > deadline or self.gone.is_set():
                 log.warning("preparing a request stopped at sentence %d of %d: over the time budget of %g s", index,
@@ -144,11 +148,12 @@ class Service:
                 raise BadRequest(f"preparing the request ran past this service's time budget "
                                  f"({self.config.time_budget:g} s, --time-budget): send fewer or shorter sentences",
                                  503)
-            ids = translator.encode([sentence], "sentence", index)[0]
+            (ids,), (line,) = translator.encode_masked([sentence], "sentence", index)
+            masked.append(line)
             if len(ids) > self.max_tokens:
                 raise BadRequest(f"sentence {index} has {len(ids)} subwords; at most {self.max_tokens}", 413)
             sources.append(ids)
-        return sources
+        return sources, masked
 
     async def read_body(self, request: web.Request) -> bytes:
         try:
@@ -217,13 +222,14 @@ class Service:
     async def run_group(self, jobs: list[Job]) -> None:
         lines = [sentence for job in jobs for sentence in job.sentences]
         sources = [ids for job in jobs for ids in job.sources]
+        masked = [line for job in jobs for line in job.masked]
         budget = self.config.time_budget
         check = functools.partial(self.check_budget, time.monotonic() + budget)
         counts = self.translator.placeholder_counts  # shared by the variants
         repaired = counts.repaired
         try:
             results = await asyncio.get_running_loop().run_in_executor(
-                None, self.translate_group, jobs[0].options, check, lines, sources)
+                None, self.translate_group, jobs[0].options, check, lines, sources, masked)
         except OverBudget:
             log.warning("translation of %d sentences stopped: over the time budget of %g s", len(lines), budget)
             self.fail(jobs, lambda: BadRequest(f"the translation ran past this service's time budget ({budget:g} s, "
@@ -245,9 +251,9 @@ class Service:
             start += len(job.sentences)
 
     def translate_group(self, options: dict, check: Callable[[], None], lines: list[Request],
-                        sources: list[list[int]]) -> list[list[tuple[str, float]]]:
+                        sources: list[list[int]], masked: list[MaskedLine]) -> list[list[tuple[str, float]]]:
         """One translation call, in the worker's thread: its translator variant too is made there, not on the loop."""
-        return self.variant(options).with_step_check(check).translate_requests(lines, 1, sources)
+        return self.variant(options).with_step_check(check).translate_requests(lines, 1, sources, masked)
 
     def check_budget(self, deadline: float) -> None:
         """The worker's check before each decoding step (see `Translator.with_step_check`)."""

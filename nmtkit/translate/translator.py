@@ -137,16 +137,23 @@ class Translator:
         return [source_tag(request.tgt_lang or self.decode.tgt_lang, self.loaded, f"{where} {first + index}")
                 + corpus_tag + seq for index, (request, seq) in enumerate(zip(requests, ids))]
 
+    def encode_masked(self, requests: list[Request], where: str = "line",
+                      first: int = 1) -> tuple[list[list[int]], list[MaskedLine]]:
+        """`encode`'s ids and the masked lines they were encoded from (`translate_requests` restores them)."""
+        masked = [self.masking.mask(request.text) for request in requests]
+        return self.encode(requests, where, first, masked), masked
+
     def translate_nbest(self, lines: list[str], first_line: int = 1) -> list[list[tuple[str, float]]]:
         """(text, score) hypotheses per line, best first; an empty line gives one empty hypothesis."""
         return self.translate_requests([Request(line) for line in lines], first_line)
 
-    def translate_requests(self, requests: list[Request], first_line: int = 1,
-                           sources: list[list[int]] | None = None) -> list[list[tuple[str, float]]]:
+    def translate_requests(self, requests: list[Request], first_line: int = 1, sources: list[list[int]] | None = None,
+                           masked: list[MaskedLine] | None = None) -> list[list[tuple[str, float]]]:
         """(text, score) hypotheses per request, best first, meeting its constraints where they can be met (a
         warning names the lines where they cannot) and holding its placeholders (see `masking.py`); an empty text
-        gives one empty hypothesis. `sources`: the requests' ids from `encode`, when the caller has them already."""
-        masked = [self.masking.mask(request.text) for request in requests]
+        gives one empty hypothesis. `sources` and `masked`: the requests' ids from `encode` and their masked lines,
+        when the caller has them already (both, or `masked` alone)."""
+        masked = [self.masking.mask(request.text) for request in requests] if masked is None else masked
         return self._restored(masked, self._translate_masked(requests, masked, first_line, sources))
 
     def _restored(self, masked: list[MaskedLine],
