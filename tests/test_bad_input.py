@@ -5,6 +5,7 @@ tiny Transformer written in-process: these tests are about the edges of the comm
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -101,9 +102,14 @@ def test_a_100000_character_line(run: Path, tmp_path: Path):
     result = nmtkit("translate", "-m", model, "--input", lines)
     assert result.exit_code == 0 and result.stdout.count("\n") == 3
     assert "line 2: 50000 subwords, truncated to 63" in result.stderr
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
     result = nmtkit("align", "-m", model, "--src", lines, "--tgt", lines)
     assert result.exit_code == 0 and result.stdout.split("\n")[1] == ""  # left unaligned, the line kept
     assert "line 2: 50000 and 50000 subwords" in result.stderr
+    # no (target words x source words) zeros for it: they took 10 GB
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 1 << 20
+    soft = nmtkit("align", "-m", model, "--src", lines, "--tgt", lines, "--format", "soft-json").stdout.splitlines()
+    assert json.loads(soft[1])["attention"] == [] and len(json.loads(soft[0])["attention"]) == 2
     scores = json.loads(nmtkit("evaluate", "--hyp", lines, "--ref", lines, "--metrics", "chrf,cer", "--json").stdout)
     assert (scores["chrf"]["score"], scores["cer"]["score"], scores["cer"]["hits"]) == (100.0, 0.0, 100_006)
 

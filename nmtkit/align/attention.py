@@ -80,19 +80,22 @@ def teacher_forced_attention(model: EncoderDecoder, sources: list[list[int]], ta
 def word_attentions(loaded: LoadedModel, src_lines: list[list[str]], tgt_lines: list[list[str]],
                     device: torch.device, batch_tokens: int = 4000) -> Iterator[Tensor]:
     """(target words, source words) attention for each pair of word lists, in input order; a pair with an empty
-    side gets an empty matrix."""
+    side gets an empty matrix, and one longer than the model's positions (left unaligned) an empty (0, 0) one: its
+    zeros would take (target words x source words) floats, 10 GB for a line of 50,000 words."""
     src_texts, tgt_texts = [" ".join(words) for words in src_lines], [" ".join(words) for words in tgt_lines]
     src_spans, tgt_spans = loaded.src_subword.spans(src_texts), loaded.tgt_subword.spans(tgt_texts)
     src_ids, tgt_ids = loaded.src_subword.encode(src_texts), loaded.tgt_subword.encode(tgt_texts)
     limit = (loaded.model.max_length() or 1 << 62) - 1  # EOS and BOS take a position
-    todo = []
+    todo, results = [], {}
     for index, (source, target) in enumerate(zip(src_ids, tgt_ids)):
         if max(len(source), len(target)) > limit:
             log.warning("line %d: %d and %d subwords, more than the model's %d positions; left unaligned",
                         index + 1, len(source), len(target), limit + 1)
+            results[index] = torch.zeros(0, 0)
         elif source and target:
             todo.append(index)
-    results = {index: torch.zeros(len(tgt_lines[index]), len(src_lines[index])) for index in range(len(src_lines))}
+        else:
+            results[index] = torch.zeros(len(tgt_lines[index]), len(src_lines[index]))
     longest = [max(len(src_ids[index]), len(tgt_ids[index])) for index in todo]
     for batch in token_batches(longest, longest, batch_tokens):
         rows = [todo[position] for position in batch]

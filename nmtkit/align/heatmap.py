@@ -37,9 +37,12 @@ def plot_heatmap(matrix: Tensor, src_words: list[str], tgt_words: list[str], pat
 
 def plot_heatmaps(matrices: list[Tensor], src_words: list[list[str]], tgt_words: list[list[str]],
                   links: list[set[Link]], directory: Path, count: int) -> list[Path]:
-    """PNG and SVG heat-maps of the first `count` pairs, named by 1-based line number."""
+    """PNG and SVG heat-maps of the first `count` pairs, named by 1-based line number (none for a pair left
+    unaligned: it has no attention)."""
     written = []
     for index in range(min(count, len(matrices))):
+        if not shown(matrices[index], src_words[index], tgt_words[index]):
+            continue
         for suffix in ("png", "svg"):
             path = directory / f"{index + 1:05d}.{suffix}"
             plot_heatmap(matrices[index], src_words[index], tgt_words[index], path, links[index])
@@ -64,5 +67,11 @@ def terminal_heatmap(matrix: Tensor, src_words: list[str], tgt_words: list[str])
 
 
 def terminal_heatmaps(matrices: list[Tensor], src_words: list[list[str]], tgt_words: list[list[str]]) -> Group:
-    """`terminal_heatmap` of every pair, one after the other."""
-    return Group(*(terminal_heatmap(matrix, src, tgt) for matrix, src, tgt in zip(matrices, src_words, tgt_words)))
+    """`terminal_heatmap` of every pair but those left unaligned, one after the other."""
+    return Group(*(terminal_heatmap(matrix, src, tgt) for matrix, src, tgt in zip(matrices, src_words, tgt_words)
+                   if shown(matrix, src, tgt)))
+
+
+def shown(matrix: Tensor, src_words: list[str], tgt_words: list[str]) -> bool:
+    """Whether a pair has a heat-map: its attention covers its words (a pair left unaligned has none)."""
+    return tuple(matrix.shape) == (len(tgt_words), len(src_words))
