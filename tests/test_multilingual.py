@@ -143,7 +143,8 @@ def test_target_language_errors_list_the_known_ones(model: Path):
 
 
 def test_serve_asks_a_multilingual_model_for_the_target_language(model: Path):
-    from nmtkit.serve.app import ServeConfig, Service, parse_request
+    from nmtkit.serve.app import ServeConfig, Service
+    from nmtkit.serve.requests import parse_request
 
     service = Service(Translator.load(model, device="cpu", threads=1, beam=1), ServeConfig())
     sentences, options, _ = parse_request({"sentences": ["one two", {"text": "three", "tgt_lang": "fr"}],

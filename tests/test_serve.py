@@ -27,7 +27,8 @@ from nmtkit.config import DecodeConfig
 from nmtkit.errors import NmtkitError
 from nmtkit.export.ctranslate2 import export_model
 from nmtkit.inputs import Request
-from nmtkit.serve.app import BadRequest, ServeConfig, Service, make_app, parse_request
+from nmtkit.serve.app import BadRequest, ServeConfig, Service, make_app
+from nmtkit.serve.requests import parse_request
 from nmtkit.translate.engine import Capabilities
 from nmtkit.translate.masking import PlaceholderCounts
 
@@ -189,11 +190,11 @@ class EchoTranslator:
     def with_step_check(self, check) -> EchoTranslator:
         return self
 
-    def encode(self, requests: list[Request], where: str, first: int) -> list[list[str]]:
+    def encode(self, requests: list[Request], where: str, first: int, masked: list | None = None) -> list[list[str]]:
         return [request.text.split() for request in requests]
 
-    def encode_masked(self, requests: list[Request], where: str, first: int) -> tuple[list[list[str]], list]:
-        return self.encode(requests, where, first), [f"masked {request.text}" for request in requests]
+    def mask(self, requests: list[Request]) -> list[str]:
+        return [f"masked {request.text}" for request in requests]
 
     def translate_requests(self, requests: list[Request], first_line: int = 1, sources: list | None = None,
                            masked: list | None = None) -> list[list[tuple[str, float]]]:

@@ -54,15 +54,15 @@ class StepTranslator:
         variant.step_check = check
         return variant
 
-    def encode(self, requests: list[Request], where: str, first: int) -> list[list[str]]:
+    def encode(self, requests: list[Request], where: str, first: int, masked: list | None = None) -> list[list[str]]:
         for request in requests:
             self.encoded.append(request.text)
             if request.text == "slow":
                 time.sleep(self.step_seconds)
         return [request.text.split() for request in requests]
 
-    def encode_masked(self, requests: list[Request], where: str, first: int) -> tuple[list[list[str]], list]:
-        return self.encode(requests, where, first), [None] * len(requests)
+    def mask(self, requests: list[Request]) -> list[None]:
+        return [None] * len(requests)
 
     def translate_requests(self, requests: list[Request], first_line: int = 1, sources: list | None = None,
                            masked: list | None = None) -> list[list[tuple[str, float]]]:

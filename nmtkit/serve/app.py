@@ -36,7 +36,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import gc
-import json
 import logging
 import math
 import signal
@@ -45,7 +44,6 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
 
@@ -55,7 +53,8 @@ from nmtkit.errors import NmtkitError
 from nmtkit.inputs import Request
 from nmtkit.serve.config import ServeConfig
 from nmtkit.serve.connections import LINGER_SECONDS, SLACK_SECONDS, CappedSite, deadlines
-from nmtkit.serve.requests import BadRequest, check_output_lengths, parse_body, parse_request
+from nmtkit.serve.jobs import Job, answer, dumps, encode_sentences, prepare_job
+from nmtkit.serve.requests import BadRequest
 from nmtkit.translate import Translator
 from nmtkit.translate.masking import MaskedLine
 
@@ -63,7 +62,6 @@ log = logging.getLogger(__name__)
 
 LISTENING = "serving on http://%s:%d (POST /translate, GET /health)"  # what clients may read the port from
 MAX_BODY = 4 * 1024 * 1024  # bytes of one request body: far more than max_sentences long sentences take
-dumps = functools.partial(json.dumps, allow_nan=False)  # NaN and Infinity are not JSON: a 500, never such an answer
 # requests prepared (and answers written) at once: they share one interpreter lock, so more threads add no speed,
 # only more turns the event loop waits for; enough that a small request is not queued behind a few large ones
 REQUEST_THREADS = 4
@@ -80,19 +78,6 @@ class TranslationFailed(Exception):
 class OverBudget(Exception):
     """Raised before a decoding step, in the worker's thread, once its translation call ran past its time budget or
     the service has gone: the search ends there and frees the worker."""
-
-
-@dataclass
-class Job:
-    """One request's sentences (and their source ids, `Translator.encode`) waiting for the worker; `done` gets their
-    (text, score) hypotheses."""
-
-    sentences: list[Request]
-    sources: list[list[int]]
-    masked: list[MaskedLine]  # the sentences with their placeholders masked (`Translator.encode`'s input)
-    options: dict
-    tokens: int
-    done: asyncio.Future | None = field(default=None, repr=False)  # made on the event loop, once prepared
 
 
 class Service:
@@ -114,46 +99,12 @@ class Service:
         return self.translator.with_decode(**options) if options else self.translator
 
     def prepare(self, raw: bytes, deadline: float) -> tuple[Job, bool]:
-        """A request body's job for the worker, and whether to answer with scores; BadRequest for a body, a field
-        or a limit the request breaks. Runs in `request_threads`, never on the event loop."""
-        sentences, options, scores = parse_request(parse_body(raw, self.config), self.config)
-        try:
-            translator = self.variant(options)
-            sources, masked = self.encode(translator, sentences, deadline)
-        except NmtkitError as error:
-            raise BadRequest(str(error)) from error
-        lengths = [len(ids) for ids in sources]
-        check_output_lengths(lengths, translator.decode.max_len_a, translator.decode.max_len_b,
-                             self.translator.max_source, self.config)
-        return Job(sentences, sources, masked, options, sum(lengths)), scores
+        """`prepare_job` for this service: runs in `request_threads`, never on the event loop."""
+        return prepare_job(self.variant, self.config, self.max_tokens, self.gone, raw, deadline)
 
     def encode(self, translator: Translator, sentences: list[Request],
                deadline: float = math.inf) -> tuple[list[list[int]], list[MaskedLine]]:
-        """The sentences' source ids (`Translator.encode`: masked, then subwords) and masked lines (which the
-        translation restores), a sentence at a time, so that no
-        call into C holds the interpreter lock for more than one capped sentence; BadRequest for a sentence over
-        `max_tokens` (413) and once past `deadline` or stopped (503); NmtkitError for what the translator cannot
-        serve (constraints its search cannot follow, no target language for a multilingual model)."""
-        if any(sentence.constrained for sentence in sentences):
-            if not translator.capabilities.constraints:
-                raise NmtkitError(f"constraints and prefixes need a checkpoint: {translator.engine.name} has no "
-                                  "constrained search")
-            if translator.decode.sample:
-                raise NmtkitError("constraints and prefixes need beam search; this service samples")
-        sources, masked = [], []
-        for index, sentence in enumerate(sentences):
-            if time.monotonic() > deadline or self.gone.is_set():
-                log.warning("preparing a request stopped at sentence %d of %d: over the time budget of %g s", index,
-                            len(sentences), self.config.time_budget)
-                raise BadRequest(f"preparing the request ran past this service's time budget "
-                                 f"({self.config.time_budget:g} s, --time-budget): send fewer or shorter sentences",
-                                 503)
-            (ids,), (line,) = translator.encode_masked([sentence], "sentence", index)
-            masked.append(line)
-            if len(ids) > self.max_tokens:
-                raise BadRequest(f"sentence {index} has {len(ids)} subwords; at most {self.max_tokens}", 413)
-            sources.append(ids)
-        return sources, masked
+        return encode_sentences(translator, sentences, self.config, self.max_tokens, self.gone, deadline)
 
     async def read_body(self, request: web.Request) -> bytes:
         try:
@@ -265,18 +216,6 @@ class Service:
         for job in jobs:
             if not job.done.done():
                 job.done.set_exception(error())
-
-
-def answer(results: list[list[tuple[str, float]]], nbest: int, scores: bool) -> bytes:
-    """The JSON answer {"translations": [...], "scores": [...], "nbest": [[...]]}, written a sentence at a time: one
-    `json.dumps` of a whole answer holds the interpreter lock throughout (0.4 s for 256 sentences of 16 hypotheses
-    of 3,000 characters each). ValueError for a score that is not a JSON number."""
-    fields = {"translations": [dumps(hyps[0][0]) for hyps in results]}
-    if scores:
-        fields["scores"] = [dumps(hyps[0][1]) for hyps in results]
-    if nbest > 1:
-        fields["nbest"] = [dumps([{"translation": text, "score": score} for text, score in hyps]) for hyps in results]
-    return ("{" + ", ".join(f'"{name}": [{", ".join(values)}]' for name, values in fields.items()) + "}").encode()
 
 
 @web.middleware

@@ -131,17 +131,15 @@ class Translator:
         """Each request's source ids, not truncated: its target-language tag (`source_tag`; errors name `where` and
         the request's number from `first`), the `--tag` corpus tag if any, and the subwords of its text with
         placeholders masked (`masked`: the requests' `Masking.mask`, when the caller has it)."""
-        masked = [self.masking.mask(request.text) for request in requests] if masked is None else masked
+        masked = self.mask(requests) if masked is None else masked
         ids = self.loaded.src_subword.encode([line.text for line in masked])
         corpus_tag = tag_ids(self.decode.tag, self.loaded.src_subword, self.loaded.tags)  # after the language tag
         return [source_tag(request.tgt_lang or self.decode.tgt_lang, self.loaded, f"{where} {first + index}")
                 + corpus_tag + seq for index, (request, seq) in enumerate(zip(requests, ids))]
 
-    def encode_masked(self, requests: list[Request], where: str = "line",
-                      first: int = 1) -> tuple[list[list[int]], list[MaskedLine]]:
-        """`encode`'s ids and the masked lines they were encoded from (`translate_requests` restores them)."""
-        masked = [self.masking.mask(request.text) for request in requests]
-        return self.encode(requests, where, first, masked), masked
+    def mask(self, requests: list[Request]) -> list[MaskedLine]:
+        """The requests' texts with their placeholders masked (`Masking.mask`), as `encode` reads them."""
+        return [self.masking.mask(request.text) for request in requests]
 
     def translate_nbest(self, lines: list[str], first_line: int = 1) -> list[list[tuple[str, float]]]:
         """(text, score) hypotheses per line, best first; an empty line gives one empty hypothesis."""
@@ -153,13 +151,8 @@ class Translator:
         warning names the lines where they cannot) and holding its placeholders (see `masking.py`); an empty text
         gives one empty hypothesis. `sources` and `masked`: the requests' ids from `encode` and their masked lines,
         when the caller has them already (both, or `masked` alone)."""
-        masked = [self.masking.mask(request.text) for request in requests] if masked is None else masked
-        return self._restored(masked, self._translate_masked(requests, masked, first_line, sources))
-
-    def _restored(self, masked: list[MaskedLine],
-                  found: list[list[tuple[str, float]]]) -> list[list[tuple[str, float]]]:
-        return [[(self.masking.restore(text, line), score) for text, score in hyps]
-                for line, hyps in zip(masked, found)]
+        masked = self.mask(requests) if masked is None else masked
+        return restored(self.masking, masked, self._translate_masked(requests, masked, first_line, sources))
 
     def _translate_masked(self, requests: list[Request], masked: list[MaskedLine], first_line: int,
                           sources: list[list[int]] | None) -> list[list[tuple[str, float]]]:
@@ -213,16 +206,22 @@ class Translator:
         the original text and translation (`masking.word_map`)."""
         if not self.capabilities.alignments:
             raise NmtkitError("--alignment reads the model's attention in PyTorch: translate with the checkpoint")
-        masked = [self.masking.mask(request.text) for request in requests]
+        masked = self.mask(requests)
         found = self._translate_masked(requests, masked, first_line, None)
         best = [hyps[0][0] for hyps in found]
         links = [self.masking.original_links(pairs, line, text)
                  for pairs, line, text in zip(self.engine.align([line.text for line in masked], best), masked, best)]
-        return self._restored(masked, found), links
+        return restored(self.masking, masked, found), links
 
     def translate(self, lines: list[str], first_line: int = 1) -> list[str]:
         """The best translation of each line; empty lines stay empty."""
         return [hyps[0][0] for hyps in self.translate_nbest(lines, first_line)]
+
+
+def restored(masking: Masking, masked: list[MaskedLine],
+             found: list[list[tuple[str, float]]]) -> list[list[tuple[str, float]]]:
+    """The hypotheses `found` for the `masked` lines with their placeholders' original text."""
+    return [[(masking.restore(text, line), score) for text, score in hyps] for line, hyps in zip(masked, found)]
 
 
 def truncated(ids: list[int], max_source: int, number: int) -> list[int]:
