@@ -225,38 +225,17 @@ def translate(
     --nbest K).
 
     Decoding settings not given here are the model's own (its config's decode section)."""
-    from nmtkit.data.files import refuse_onto_inputs, refuse_stdout_onto
-    from nmtkit.inputs import check_format, open_lines
-    from nmtkit.translate import Translator, translate_stream
-    from nmtkit.translate.output import count_lines, record_of, run_settings, translate_to_file
+    from nmtkit.translate.command import translate_command
 
-    check_format(input_format)
-    if resume and output is None:
-        raise NmtkitError("--resume continues an --output file; give --output")
-    inputs = [("--input", input)] + [("--model", path) for path in model]
-    if output is None:
-        refuse_stdout_onto(inputs)
-    else:
-        refuse_onto_inputs([("--output", output), ("--output's record", record_of(output))], inputs)
     if greedy:
         decode["beam"] = 1
     if fp16 or bf16:
         decode["dtype"] = "float16" if fp16 else "bfloat16"
-    decode = _sections({"decode": decode}, overrides)["decode"]
-    translator = Translator.load(model, device, threads, average, inter_threads, **decode)
-    if alignment and translator.decode.nbest > 1:
-        raise NmtkitError("--alignment prints the links of the best translation; it does not combine with --nbest")
-    stream_options = {"scores": scores, "alignment": alignment, "input_format": input_format,
-                      "source": "<stdin>" if input is None else str(input), "html_skip": html_skip}
-    if output is not None:
-        total = count_lines(input) if input is not None else None
-        settings = run_settings(translator, model, average, stream_options)
-        lines = open_lines(input, max_line_bytes)
-        print(json.dumps(translate_to_file(translator, lines, output, resume, total, settings, **stream_options)))
-        return
-    for text in translate_stream(translator, open_lines(input, max_line_bytes), **stream_options):
-        sys.stdout.write(text)
-        sys.stdout.flush()
+    summary = translate_command(model, input, output, _sections({"decode": decode}, overrides)["decode"], resume,
+                                device, threads, average, inter_threads, max_line_bytes, scores=scores,
+                                alignment=alignment, input_format=input_format, html_skip=html_skip)
+    if summary is not None:
+        print(json.dumps(summary))
 
 
 def _sections(values: dict[str, dict], overrides: list[str] | None) -> dict[str, dict]:
