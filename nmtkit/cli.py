@@ -23,6 +23,7 @@ from nmtkit.config_values import parse_duration
 from nmtkit.data.distilled_config import DistillFilterConfig
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate_config import EvaluateConfig
+from nmtkit.scoring.config import PairScoreConfig
 from nmtkit.serve.config import ServeConfig
 from nmtkit.version import __version__
 
@@ -270,6 +271,36 @@ def filter_distilled(
     from nmtkit.data.distilled import filter_distilled as run_filter
 
     print(json.dumps(run_filter(src, hyp, out_src, out_tgt, DistillFilterConfig(**settings), report)))
+
+
+@app.command()
+@handle_errors
+@config_options("settings", PairScoreConfig)
+def score_pairs(
+    src: Annotated[Path, typer.Option(help="source lines (plain or .gz)", dir_okay=False)],
+    tgt: Annotated[Path, typer.Option(help="target lines, line by line the translations of --src", dir_okay=False)],
+    model: Annotated[Path, typer.Option("--model", "-m", help="source -> target checkpoint", dir_okay=False)],
+    reverse_model: Annotated[Path, typer.Option(help="target -> source checkpoint", dir_okay=False)],
+    output: Annotated[Path | None, typer.Option(help="write the scores here (default: stdout, unless --out-src)",
+                                                dir_okay=False)] = None,
+    out_src: Annotated[Path | None, typer.Option(help="write the kept pairs' sources here", dir_okay=False)] = None,
+    out_tgt: Annotated[Path | None, typer.Option(help="write the kept pairs' targets here", dir_okay=False)] = None,
+    out_removed: Annotated[Path | None, typer.Option(help="write the removed pairs here, a JSON object a line",
+                                                     dir_okay=False)] = None,
+    *,
+    settings: ConfigValues,
+    device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N")] = "auto",
+    threads: Annotated[int, typer.Option(help="CPU threads (0 = all cores)")] = 0,
+) -> None:
+    """Score sentence pairs by dual conditional cross-entropy with your forward and reverse models (a score in
+    [0, 1] a line); with --out-src/--out-tgt keep the best --keep share or those above --min-score and print the
+    counts as JSON."""
+    from nmtkit.scoring.command import PairFiles, score_pairs_command
+
+    files = PairFiles(src, tgt, model, reverse_model, output, out_src, out_tgt, out_removed)
+    summary = score_pairs_command(files, PairScoreConfig(**settings), device, threads)
+    if summary is not None:
+        print(json.dumps(summary))
 
 
 @app.command()

@@ -81,7 +81,8 @@ def test_train_refuses_checkpoints_onto_its_init_from(tmp_path):
 # test_every_output_option_is_tried until it is added here with a command line that points it at an input.
 OUTPUTS = {("prepare", "--out"), ("train", "--out"), ("translate", "--output"), ("filter-distilled", "--out-src"),
            ("filter-distilled", "--out-tgt"), ("filter-distilled", "--report"), ("export", "--out"),
-           ("align", "--output"), ("align", "--plot")}
+           ("align", "--output"), ("align", "--plot"), ("score-pairs", "--output"), ("score-pairs", "--out-src"),
+           ("score-pairs", "--out-tgt"), ("score-pairs", "--out-removed")}
 OUTPUT_NAMES = ("--out", "--output", "--report", "--plot")
 
 
@@ -118,6 +119,8 @@ def output_cases(paths: dict[str, Path]) -> dict[tuple[str, str], list[list[str]
     src, tgt, hyp, model, data = (str(paths[key]) for key in ("src", "tgt", "hyp", "model", "data"))
     distill = ["filter-distilled", "--src", src, "--hyp", hyp, "--out-src", "{out-src}", "--out-tgt", "{out-tgt}"]
     align = ["align", "-m", model, "--src", src, "--tgt", tgt, "--threads", "1"]
+    scores = ["score-pairs", "-m", model, "--reverse-model", model, "--src", src, "--tgt", tgt, "--threads", "1"]
+    kept = ["--out-src", "{out-src}", "--out-tgt", "{out-tgt}"]
     return {
         ("prepare", "--out"): [["prepare", "--train-src", src, "--train-tgt", tgt, "--out", src],
                                ["prepare", "--train-src", f"{data}/train.src.txt", "--train-tgt", tgt, "--out", data,
@@ -132,6 +135,12 @@ def output_cases(paths: dict[str, Path]) -> dict[tuple[str, str], list[list[str]
         ("export", "--out"): [["export", "-m", model, "--out", target] for target in (model, data)],
         ("align", "--output"): [[*align, "--output", target] for target in (src, tgt, model)],
         ("align", "--plot"): [[*align, "--plot", target] for target in (src, model)],
+        ("score-pairs", "--output"): [[*scores, "--output", target] for target in (src, tgt, model)],
+        ("score-pairs", "--out-src"): [[*scores, "--out-src", target, "--out-tgt", "{out-tgt}"]
+                                       for target in (src, tgt, model)],
+        ("score-pairs", "--out-tgt"): [[*scores, "--out-src", "{out-src}", "--out-tgt", target]
+                                       for target in (src, tgt, model)],
+        ("score-pairs", "--out-removed"): [[*scores, *kept, "--out-removed", target] for target in (src, tgt, model)],
     }
 
 
