@@ -18,9 +18,11 @@ LANG_TAGS = ("<2en>", "<2es>")
 MAX_POSITIONS = 40
 
 
-def subword(kind: str = "word", control_symbols: tuple[str, ...] = (), user_symbols: tuple[str, ...] = ()) -> Subword:
+def subword(kind: str = "word", control_symbols: tuple[str, ...] = (), user_symbols: tuple[str, ...] = (),
+            normalization: str = "identity") -> Subword:
     lines, size = (SOURCES + TARGETS) * 3, 40 + 2 * len(user_symbols)  # the word trainer counts a symbol twice
-    return train_subword(lines, DataConfig(subword=kind, vocab_size=size), size, control_symbols, user_symbols)
+    config = DataConfig(subword=kind, vocab_size=size, normalization=normalization)
+    return train_subword(lines, config, size, control_symbols, user_symbols)
 
 
 def save_model(path: Path, vocab: Subword, seed: int, model_name: str = "transformer", **payload) -> Path:

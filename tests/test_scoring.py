@@ -141,6 +141,16 @@ def test_empty_sides_and_long_pairs_are_not_scored(vocab):
     assert score_lines(h_fwd, h_bwd, unscored, False).splitlines()[:4] == ["0.0"] * 4
 
 
+def test_a_side_its_model_reads_as_no_subwords_is_empty():
+    """An NFKC rule drops control and zero-width characters: such a side is nothing to the model, not a pair to
+    score as an empty sentence."""
+    nfkc = subword(normalization="nmt_nfkc")
+    directions = (copy_direction(nfkc, False), copy_direction(nfkc, True))
+    _, _, unscored = score_chunk(directions, [("\x01", "UNO"), ("uno", "\u200b"), ("uno", "UNO")], 4000,
+                                 torch.device("cpu"), 1)
+    assert unscored.tolist() == [EMPTY, EMPTY, 0]
+
+
 def test_the_dual_cost_penalises_disagreement_and_never_gives_nan():
     cost = dual_cost(np.array([1.0, 0.5, 2.0, np.inf, np.inf]), np.array([1.0, 1.5, 2.0, 1.0, np.inf]))
     assert cost[:3].tolist() == [1.0, 2.0, 2.0]  # same mean entropy, but the directions disagree: as bad as 2 and 2

@@ -21,8 +21,9 @@ class PairScoreConfig:
                               "best scores", low=0.0, high=1.0)
     min_score: float = option(0.0, "with --out-src/--out-tgt: keep only pairs scoring at least this (0-1; 0 = off)",
                               low=0.0, high=1.0)
-    entropies: bool = option(False, "write `score<TAB>H(tgt|src)<TAB>H(src|tgt)` a line (the two models' "
-                                    "cross-entropies per token, in nats) instead of the score alone")
+    entropies: bool = option(False, "write `score<TAB>H(tgt|src)<TAB>H(src|tgt)<TAB>status` a line (the two "
+                                    "models' cross-entropies per token, in nats; status scored, empty or too_long) "
+                                    "instead of the score alone")
     src_lang: str = option("", "language of --src: the target-language tag of a multilingual --reverse-model")
     tgt_lang: str = option("", "language of --tgt: the target-language tag of a multilingual -m model")
     batch_tokens: int = option(4000, "token budget per batch (the longer side of each pair, padding included); "

@@ -10,6 +10,7 @@ trained on masked placeholders reads the pair masked as its training data was (`
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,10 +52,11 @@ class Direction:
     tag: list[int]  # the ids that start each source: a multilingual model's target-language tag, or none
     patterns: Patterns | None  # the placeholders its training data masked (None: none)
 
-    @property
+    @functools.cached_property
     def limit(self) -> int:
         """The most tokens a side may have: the positions the model was trained on (its `max_length`, and the
-        run's train.max_length, which bounds a model without positions too) less the EOS or BOS each side takes."""
+        run's train.max_length, which bounds a model without positions too) less the EOS or BOS each side takes;
+        found once (`max_length` walks the model's modules)."""
         trained = self.loaded.config.train.max_length
         return min(trained, self.loaded.model.max_length() or trained) - 1
 
