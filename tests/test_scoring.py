@@ -21,10 +21,12 @@ from nmtkit.checkpoint import LoadedModel
 from nmtkit.data.dataset import encode_sources
 from nmtkit.data.subword import BOS, EOS
 from nmtkit.ensemble import load_models
+from nmtkit.errors import NmtkitError
 from nmtkit.models.base import EncoderDecoder
 from nmtkit.run_config import build_config
 from nmtkit.scoring.command import PairFiles, Scores, copy_pairs, score_lines
 from nmtkit.scoring.entropy import Direction, score_chunk, token_entropies
+from nmtkit.scoring.outputs import replacing
 from nmtkit.scoring.selection import (
     EMPTY,
     KEEP_SHARE,
@@ -205,3 +207,16 @@ def test_kept_pairs_come_out_byte_for_byte(rows, final_newline):
             expected = "".join(row[index] + "\n" for row in rows if not row[2])
             assert (root / name).read_bytes() == expected.encode("utf-8")
         assert (root / "c").read_bytes().count(b"\n") == int((reasons != 0).sum())
+
+
+def test_replacing_names_its_files_and_leaves_standard_outputs_errors_alone(tmp_path):
+    (tmp_path / "kept").write_bytes(b"before\n")
+    with pytest.raises(NmtkitError, match="cannot write .*kept: No space left on device; the files there are kept"):
+        with replacing([tmp_path / "kept"]) as (file,):
+            file.write(b"new\n")
+            raise OSError(28, "No space left on device")
+    assert (tmp_path / "kept").read_bytes() == b"before\n" and len(list(tmp_path.iterdir())) == 1
+    for error in (BrokenPipeError(32, "Broken pipe"), OSError(28, "No space left on device")):
+        with pytest.raises(type(error)):  # scores to stdout: `| head` ends the command quietly (cli.py)
+            with replacing([]):
+                raise error

@@ -41,13 +41,12 @@ def replacing(paths: list[Path]) -> Iterator[list[BinaryIO]]:
             file.close()
         for (tmp_name, _, _), path in zip(made, paths):
             os.replace(tmp_name, path)
-    except OSError as error:
+    except BaseException as error:
         _discard(made)
-        raise NmtkitError(f"cannot write {error.filename or ' and '.join(map(str, paths))}: "
-                          f"{error.strerror or error}; the files there are kept as they were") from error
-    except BaseException:
-        _discard(made)
-        raise
+        if isinstance(error, OSError) and paths and not isinstance(error, BrokenPipeError):
+            raise NmtkitError(f"cannot write {error.filename or ' and '.join(map(str, paths))}: "
+                              f"{error.strerror or error}; the files there are kept as they were") from error
+        raise  # without files of its own, an OSError is standard output's (a closed pipe: the command line's)
 
 
 def _discard(made: list[tuple[str, BinaryIO, BinaryIO]]) -> None:
