@@ -9,6 +9,7 @@ import math
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from scaling import assert_linear
 from nmtkit.ensemble import load_models
 from nmtkit.placeholders import load_patterns, reserved_symbols
 from nmtkit.scoring import command
-from nmtkit.scoring.command import PairFiles, load_directions
+from nmtkit.scoring.command import PairFiles, check_languages, load_directions
 from nmtkit.scoring.config import PairScoreConfig
 from nmtkit.scoring.entropy import score_chunk, token_entropies
 
@@ -122,6 +123,15 @@ def test_languages_that_contradict_the_models(files):
     assert_error(score(files, "--tgt-lang", "fr"), "--tgt-lang fr: the -m model writes en only")
     result = score(files, reverse="fwd")  # es -> en twice
     assert result.exit_code == 0 and "the reverse model should translate en -> es" in result.stderr
+
+
+@pytest.mark.parametrize("forward, reverse, warns", [
+    (("es", "en"), ("en", "es"), False), (("es", "en"), ("es", "en"), True), (("es", "en"), ("en", "fr"), True),
+    (("src", "tgt"), ("en", "es"), False), ((None, "en"), ("es", "en"), False)])
+def test_languages_that_do_not_chain_are_a_warning(caplog, forward, reverse, warns):
+    caplog.set_level("WARNING", logger="nmtkit")
+    check_languages(SimpleNamespace(langs=forward, tags={}), SimpleNamespace(langs=reverse, tags={}))
+    assert ("the reverse model should translate" in caplog.text) == warns
 
 
 def test_a_model_trained_on_masked_placeholders_reads_pairs_masked(files, tmp_path):

@@ -111,9 +111,11 @@ def language_tag(loaded: LoadedModel, lang: str, flag: str, model_flag: str) -> 
 
 def check_languages(forward: LoadedModel, reverse: LoadedModel) -> None:
     """A warning when the languages the checkpoints record do not chain (the reverse model should translate what
-    the forward one writes into what it reads): the models swapped, or both of one direction."""
+    the forward one writes into what it reads): the models swapped, or both of one direction. Languages prepare
+    named by default (`src`, `tgt`: files without a language suffix) say nothing, and neither do multilingual
+    models'."""
     langs = (*forward.langs, *reverse.langs)
-    if forward.tags or reverse.tags or None in langs or set(langs) <= set(DEFAULT_LANGS):
+    if forward.tags or reverse.tags or None in langs or set(langs) & set(DEFAULT_LANGS):
         return
     if forward.langs != reverse.langs[::-1]:
         log.warning("-m translates %s -> %s but --reverse-model %s -> %s: the reverse model should translate "
