@@ -72,6 +72,7 @@ def test_filtering_writes_the_best_share_and_lists_the_rest(files, tmp_path):
     removed = [json.loads(line) for line in (tmp_path / "removed.jsonl").read_text(encoding="utf-8").splitlines()]
     assert sorted(record["line"] for record in removed) == sorted(set(range(1, 6)) - {i + 1 for i in best})
     assert all(record["reason"] == "keep_share" and record["src"] == SOURCES[record["line"] - 1] for record in removed)
+    assert all(record["score"] == float(rows[record["line"] - 1][0]) for record in removed)
     assert (tmp_path / "scores.tsv").read_text(encoding="utf-8").splitlines() == ["\t".join(row) for row in rows]
     assert summary["kept_score_range"][0] >= max(record["score"] for record in removed)
 

@@ -182,12 +182,13 @@ def score_files(files: PairFiles, directions: tuple[Direction, Direction], confi
 
 
 def removed_record(number: int, reason: int, scores: Scores, src: bytes, tgt: bytes) -> bytes:
-    """A removed pair as one JSON line: its line number, reason, score, entropies (null: not scored) and text."""
+    """A removed pair as one JSON line: its line number, reason, score (in full, as the score lines), entropies
+    (null: not scored) and text."""
     index = number - 1
     h_fwd, h_bwd = (float(value[index]) for value in (scores.h_fwd, scores.h_bwd))
     scored = not scores.unscored[index]
     record = {"line": number, "reason": REASONS[reason],
-              "score": round(float(adequacy(dual_cost(np.float64(h_fwd), np.float64(h_bwd)))), 6),
+              "score": float(adequacy(dual_cost(np.float64(h_fwd), np.float64(h_bwd)))),
               "h_fwd": round(h_fwd, 6) if scored else None, "h_bwd": round(h_bwd, 6) if scored else None,
               "src": decode_line(src, "--src", number), "tgt": decode_line(tgt, "--tgt", number)}
     return (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
@@ -219,7 +220,7 @@ def summarize(scores: Scores, reasons: np.ndarray | None, config: PairScoreConfi
         return summary
     kept = adequacy(dual_cost(scores.h_fwd, scores.h_bwd))[reasons == 0]
     return {**summary, "kept": len(kept), "removed": reason_counts(reasons, (EMPTY, TOO_LONG, MIN_SCORE, KEEP_SHARE)),
-            "kept_score_range": [round(float(kept.min()), 6), round(float(kept.max()), 6)] if len(kept) else None,
+            "kept_score_range": [float(kept.min()), float(kept.max())] if len(kept) else None,
             "config": {"keep": config.keep, "min_score": config.min_score}}
 
 
