@@ -96,7 +96,8 @@ class StageConfig:
     until: StageUntil = field(default_factory=StageUntil, metadata={"help": "when the stage ends"})
     modifiers: dict[str, dict[str, float]] = option(
         {}, "on-the-fly modifiers of each corpus' pairs and the probability of each for a pair, e.g. {crawled: "
-            "{uppercase: 0.02, typos: 0.1}} (uppercase, titlecase, typos, placeholder: nmtkit.training.modifiers); "
+            "{uppercase: 0.02, typos: 0.1}} (uppercase, titlecase, typos, placeholder, remove_end_punct, "
+            "inline_noise: nmtkit.training.modifiers); merge: P starts a pair of 2-4 consecutive pairs of a batch; "
             "bpe_dropout: P segments every pair anew, each BPE merge skipped with probability P")
 
     def __post_init__(self):

@@ -296,7 +296,8 @@ def corpora_run(tmp_path_factory) -> tuple[Path, list[str]]:
     config = {"model": {**TINY_MODEL, "dropout": 0.1}, "train": {
         "batch_tokens": 64, "warmup": 5, "log_every": 1, "valid_every": 10, "valid_bleu": False, "amp": "none",
         "stages": [{"until": {"updates": 14}, "mix": {"clean": 0.7, "web": 0.3}},
-                   {"mix": {"web": 1}, "modifiers": {"web": {"uppercase": 0.2, "typos": 0.3, "placeholder": 0.2}}}]}}
+                   {"mix": {"web": 1}, "modifiers": {"web": {"uppercase": 0.2, "typos": 0.3, "placeholder": 0.2,
+                                                         "merge": 0.2, "inline_noise": 0.1}}}]}}
     (root / "config.yaml").write_text(json.dumps(config))
     return root, ["train", "--data", str(root / "data"), "--config", str(root / "config.yaml"), "--quiet",
                   "--device", "cpu", "--threads", "1", "--seed", "3", "--max-steps", "30"]

@@ -1,5 +1,6 @@
 """nmtkit/training/modifiers.py: each modifier, the registry, and pairs modified at their rates, the same for the
-same (seed, update, line), their tags kept."""
+same (seed, update, line), their tags kept; merged pairs (consecutive ones of a batch, both sides joined alike,
+within max_length) and the batches they train in. (The texts' changes themselves: tests/test_augment.py.)"""
 
 from __future__ import annotations
 
@@ -13,15 +14,19 @@ import numpy as np
 import pytest
 
 from nmtkit.config import DataConfig
+from nmtkit.data.augment import insert_word, title_words
 from nmtkit.data.corpora import read_corpora
 from nmtkit.data.dataset import ParallelData
-from nmtkit.data.prepare import load_subwords
+from nmtkit.data.prepare import load_subwords, read_manifest
 from nmtkit.data.prepare_corpora import prepare_corpora
 from nmtkit.errors import NmtkitError
 from nmtkit.run_config import build_config
+from nmtkit.runtime.distributed import World
 from nmtkit.training.bpe_dropout import BpeDropout
 from nmtkit.training.config import completed
-from nmtkit.training.modifiers import PLACEHOLDERS, PairModifier, insert_word, register_modifier, typos
+from nmtkit.training.mix import MixOrder
+from nmtkit.training.modifiers import MODIFIERS, PLACEHOLDERS, PairModifier, register_modifier, typos
+from nmtkit.training.state import Progress
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +56,9 @@ def test_casing_changes_both_sides_and_keeps_the_corpus_tag(tagged: Path):
         assert src[0] == data.src[line][0] and subwords[0].processor.IsControl(src[0])
         assert subwords[0].decode([src])[0] == subwords[0].decode([data.src[line].tolist()])[0].upper()
         assert subwords[1].decode([tgt])[0] == subwords[1].decode([data.tgt[line].tolist()])[0].upper()
-    _, _, titled = modified(tagged, {"titlecase": 1.0}, lines=range(5))
-    assert all(subwords[1].decode([tgt])[0].istitle() for _, tgt in titled)
+    _, _, titled = modified(tagged, {"titlecase": 1.0}, lines=range(20))
+    for line, (_, tgt) in enumerate(titled):
+        assert subwords[1].decode([tgt])[0] == title_words(subwords[1].decode([data.tgt[line].tolist()])[0])
 
 
 @pytest.mark.parametrize("chance", [0.1, 0.5])
@@ -91,7 +97,8 @@ def test_a_modifier_registered_twice_or_unknown_is_an_error():
     with pytest.raises(ValueError, match="registered twice"):
         register_modifier("uppercase")(lambda src, tgt, rng: (src, tgt))
     stage = {"mix": {"web": 1}, "modifiers": {"web": {"shout": 0.1}}}
-    with pytest.raises(NmtkitError, match="unknown modifier 'shout'; the modifiers are bpe_dropout, placeholder"):
+    with pytest.raises(NmtkitError, match="unknown modifier 'shout'; the modifiers are bpe_dropout, inline_noise, "
+                                          "merge, placeholder, remove_end_punct, titlecase, typos, uppercase$"):
         completed(build_config({"train": {"stages": [stage], "batch_tokens": 64}}))
     stage = {"mix": {"web": 1}, "modifiers": {"web": {"uppercase": 1.5}}}
     with pytest.raises(NmtkitError, match="probabilities in"):
@@ -160,3 +167,100 @@ def test_bpe_dropout_samples_the_same_in_another_process(bpe_corpus: Path):
     segment = BpeDropout(subwords[1])
     here = [segment(data.tgt[line].tolist(), 0.2, np.random.default_rng([1, line])) for line in range(100)]
     assert json.loads(result.stdout) == here and here != [data.tgt[line].tolist() for line in range(100)]
+
+
+def test_end_punctuation_and_inline_noise_are_registered_with_their_meaning(bpe_corpus: Path):
+    rng = np.random.default_rng(0)
+    assert MODIFIERS["remove_end_punct"]("¿Dónde?", "哪里？", rng) == ("¿Dónde", "哪里")
+    assert MODIFIERS["remove_end_punct"]("Hola.", "Hello!", rng) == ("Hola.", "Hello!")
+    data, subwords, pairs = modified(bpe_corpus, {"inline_noise": 1.0}, lines=range(100))
+    processor = subwords[0].processor
+    for line, (src, tgt) in enumerate(pairs):  # the corpus' sides are the same lines: so are the noisy ones
+        original = processor.decode(data.tgt[line].tolist())
+        noisy_src, noisy_tgt = processor.decode(src[1:]), processor.decode(tgt)
+        assert src[0] == processor.piece_to_id("<bt>") and noisy_src == noisy_tgt != original
+        assert set(noisy_tgt) - set(original) - {" "}  # another script's letters, through byte pieces and back
+
+
+@pytest.fixture(scope="module")
+def two_sided(tmp_path_factory) -> Path:
+    """A character-model data directory of one corpus tagged <web> whose targets are their sources' words upper
+    case, in reverse order: which line each merged side holds shows."""
+    root = tmp_path_factory.mktemp("merge")
+    rng = random.Random(4)
+    sources = [" ".join("".join(rng.choices("abcde", k=rng.randint(1, 4))) for _ in range(rng.randint(1, 4)))
+               for _ in range(300)]
+    (root / "web.src").write_text("\n".join(sources) + "\n", encoding="utf-8")
+    (root / "web.tgt").write_text("\n".join(" ".join(line.upper().split()[::-1]) for line in sources) + "\n",
+                                  encoding="utf-8")
+    corpus = {"name": "web", "src": "web.src", "tgt": "web.tgt", "tag": "<web>"}
+    (root / "corpora.yaml").write_text(json.dumps([corpus]))
+    prepare_corpora(read_corpora(root / "corpora.yaml"), root / "data",
+                    DataConfig(subword="char", vocab_size=30, max_ratio=0, dedup=False))
+    return root / "data"
+
+
+def merged_batch(data_dir: Path, chances: dict[str, float], step: int = 0, max_length: int | None = None):
+    data, subwords = ParallelData(data_dir, "train"), load_subwords(data_dir)
+    lines = np.random.default_rng(5).permutation(len(data.src))  # a batch's lines come in no order of the file's
+    return data, subwords, lines, PairModifier(subwords, chances, 1, max_length).batch(data, lines, step)
+
+
+def groups_of(data: ParallelData, subwords, lines: np.ndarray, parts) -> list[int]:
+    """The sizes of the groups that `PairModifier.batch`'s answer `parts` holds, in the batch's order, checking
+    that each merged pair is its group's texts joined with a space on each side, its tag once in front."""
+    def text(side: int, ids) -> str:
+        return subwords[side].processor.decode([int(token) for token in ids])
+
+    position, sizes = {int(line): at for at, line in enumerate(lines)}, {}
+    for kind, (heads, pairs) in zip(("alone", "merged"), parts, strict=True):
+        for head, (src, tgt) in zip(heads, pairs, strict=True):
+            assert src[0] == data.src[head][0] == subwords[0].processor.piece_to_id("<web>")
+            at = position[int(head)]
+            size = next(size for size in range(1, 5)
+                        if text(0, src[1:]) == " ".join(text(0, data.src[line][1:]) for line in lines[at:at + size]))
+            assert text(1, tgt) == " ".join(text(1, data.tgt[line]) for line in lines[at:at + size])
+            assert (size == 1) == (kind == "alone")
+            sizes[at] = size
+    covered = [at + offset for at, size in sizes.items() for offset in range(size)]
+    assert sorted(covered) == list(range(len(lines)))  # every pair of the batch once, alone or in one merged pair
+    return [sizes[at] for at in sorted(sizes)]
+
+
+def test_merge_joins_two_to_four_consecutive_pairs_of_a_batch_both_sides_alike(two_sided: Path):
+    data, subwords, lines, parts = merged_batch(two_sided, {"merge": 0.3})
+    sizes = groups_of(data, subwords, lines, parts)
+    assert set(sizes) == {1, 2, 3, 4}
+    assert np.mean([size > 1 for size in sizes]) == pytest.approx(0.3, abs=0.08)  # of the pairs that start a group
+    assert merged_batch(two_sided, {"merge": 0.3})[3][1][1] == parts[1][1]  # the same update: the same merges
+    assert merged_batch(two_sided, {"merge": 0.3}, step=1)[3][1][1] != parts[1][1]
+
+
+def test_merged_pairs_stay_within_max_length_and_follow_the_other_modifiers(two_sided: Path):
+    data, subwords, lines, parts = merged_batch(two_sided, {"merge": 1.0}, max_length=14)
+    sizes = groups_of(data, subwords, lines, parts)
+    assert max(sizes) > 1 and all(max(len(src), len(tgt)) + 1 <= 14 for src, tgt in parts[1][1])
+    *_, upper = merged_batch(two_sided, {"uppercase": 1.0, "merge": 1.0})
+    processor = subwords[0].processor
+    assert all(processor.decode(src[1:]).isupper() for src, _ in upper[1][1])
+
+
+def test_a_batch_with_merged_pairs_trains_as_two_that_keep_its_token_budget(two_sided: Path):
+    stage = {"mix": {"web": 1}, "modifiers": {"web": {"merge": 0.3}}}
+    train = completed(build_config({"train": {"stages": [stage], "batch_tokens": 600, "max_length": 60}})).train
+    data = ParallelData(two_sided, "train", train.max_length)
+    order = MixOrder(data, train, World(), Progress(), read_manifest(two_sided), load_subwords(two_sided))
+    group = order.next_group()
+    batches, weight = order.local_batches(group)
+    plain = data.batch(group[0])
+    assert len(batches) == 2 and weight == 1.0
+    assert sorted(np.concatenate([batch.indices for batch in batches])) != sorted(plain.indices)  # heads only
+    assert sum(len(batch.indices) for batch in batches) < len(plain.indices)
+    merged_rows = sum(len(batch.indices) for batch in batches) - len(batches[0].indices)
+    eos_saved = len(plain.indices) - len(batches[0].indices) - merged_rows  # one EOS a merged pair, not one a line
+    assert sum(batch.num_tgt_tokens for batch in batches) == plain.num_tgt_tokens - eos_saved
+    assert sum(batch.src.numel() for batch in batches) <= 2 * plain.src.numel()  # padded apart: within the budget
+    again = MixOrder(data, train, World(), Progress(), read_manifest(two_sided), load_subwords(two_sided))
+    for batch, same in zip(batches, again.local_batches(again.next_group())[0], strict=True):  # what resume redoes
+        assert batch.indices.tolist() == same.indices.tolist() and batch.src.equal(same.src)
+        assert batch.tgt_out.equal(same.tgt_out)

@@ -165,6 +165,7 @@ class ParallelData:
         self.src = TokenArray.load(data_dir / f"{split}.src", random_access=True)
         self.tgt = TokenArray.load(data_dir / f"{split}.tgt", random_access=True)
         longest = np.maximum(self.src.lengths(), self.tgt.lengths()) + 1
+        self.max_length = max_length  # what a pair modified on the fly keeps to (`nmtkit.training.modifiers`)
         self.kept = np.arange(len(self.src)) if max_length is None else np.flatnonzero(longest <= max_length)
         corpus = data_dir / f"{split}.corpus.npy"  # the language pair of each line, in a multilingual directory
         self.corpus = np.load(corpus) if corpus.exists() else None

@@ -129,7 +129,7 @@ class MixOrder(BatchOrder):
     def __init__(self, train_data: ParallelData, train: TrainConfig, world: World, progress: Progress,
                  manifest: dict, subwords: tuple[Subword, Subword] | None = None):
         super().__init__(train_data, train, world, progress)
-        self.modifiers = [{name: PairModifier(subwords, chances, train.seed)
+        self.modifiers = [{name: PairModifier(subwords, chances, train.seed, train_data.max_length)
                            for name, chances in stage.modifiers.items()} for stage in train.stages]
         self.names = list(dict.fromkeys(name for stage in train.stages for name in stage.mix))
         self.lines = corpus_lines(train_data, manifest, self.names)
@@ -212,19 +212,19 @@ class MixOrder(BatchOrder):
             self.window_tokens[name] += int(self.tgt_tokens[batch].sum())
 
     def local_batches(self, group: list) -> tuple[list[Batch], float]:
-        """This process's update_freq batches of the update (`next_group`'s), each corpus' modifiers applied."""
+        """This process's update_freq batches of the update (`next_group`'s), each corpus' modifiers applied (a
+        batch with merged pairs is two: `PairModifier.batch`)."""
         (state, names), first = self._pending, self.world.rank * self.train.update_freq
         modifiers = self.modifiers[state["stage"]]
         mine = zip(names[first : first + self.train.update_freq], group[first : first + self.train.update_freq],
                    strict=True)
-        return [self.collate(batch, modifiers.get(name)) for name, batch in mine], 1.0
+        return [batch for name, indices in mine for batch in self.collate(indices, modifiers.get(name))], 1.0
 
-    def collate(self, indices: np.ndarray, modify: PairModifier | None) -> Batch:
+    def collate(self, indices: np.ndarray, modify: PairModifier | None) -> list[Batch]:
         if modify is None:
-            return self.train_data.batch(indices)
-        data, step = self.train_data, self.progress.step
-        pairs = [modify(data.src[line], data.tgt[line], step, line) for line in indices]
-        return collate_pairs([src for src, _ in pairs], [tgt for _, tgt in pairs], indices)
+            return [self.train_data.batch(indices)]
+        return [collate_pairs([src for src, _ in pairs], [tgt for _, tgt in pairs], lines)
+                for lines, pairs in modify.batch(self.train_data, indices, self.progress.step) if pairs]
 
     def window_record(self) -> dict:
         """The stage (from 1) and the share of target tokens each corpus got since the last record."""

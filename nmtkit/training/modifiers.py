@@ -1,25 +1,37 @@
 """On-the-fly modifiers of training pairs (a stage's `modifiers` in `train.stages`): small functions of a pair's
-text, registered by name (`@register_modifier("uppercase")`), each applied to a line with its probability.
+text, registered by name (`@register_modifier("uppercase")`), each applied to a line with its probability; the
+texts' changes themselves are `nmtkit.data.augment`'s, which the robustness test sets share.
 
 A modified pair goes through its text: decoded, modified, encoded again (the control symbols that start a source,
 corpus and language tags, are kept as they are). Casing by id maps would miss the pieces whose cased form is not in
 the vocabulary; decoding and encoding a modified line costs about 0.1 ms on a CPU core (docs/train.md). The random
 generator of a line is seeded by (train.seed, update, line), so that `--resume` modifies the same lines the same way.
+
+Two modifiers are not functions of one pair: `bpe_dropout` segments ids anew (`nmtkit.training.bpe_dropout`), and
+`merge` joins a pair with the next ones of its batch (OpusTrainer's Merge), drawn by the first line's generator.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from nmtkit.data.augment import insert_word, title_words, with_noise, with_typos, without_end_marks
 from nmtkit.data.subword import Subword
 from nmtkit.errors import NmtkitError
 from nmtkit.training.bpe_dropout import BpeDropout
 
+if TYPE_CHECKING:
+    from nmtkit.data.dataset import ParallelData
+
 Modifier = Callable[[str, str, np.random.Generator], tuple[str, str]]  # (source, target, rng) -> the pair modified
+Pair = tuple[list[int], list[int]]  # source ids (tags first), target ids
 MODIFIERS: dict[str, Modifier] = {}
 BPE_DROPOUT = "bpe_dropout"  # segments ids anew rather than changing text: `nmtkit.training.bpe_dropout`
+MERGE = "merge"  # joins pairs of a batch: `PairModifier.merge_groups`
+MERGE_LINES = (2, 4)  # pairs in a merged one, at least and at most (OpusTrainer's Merge: min_lines, max_lines)
 PLACEHOLDERS = ("%s", "%d", "{0}", "{1}", "{name}", "%(count)d", "$1", "<b>", "</b>", "<br/>")
 
 
@@ -34,7 +46,7 @@ def register_modifier(name: str) -> Callable[[Modifier], Modifier]:
 
 
 def check_modifier_names(names: list[str], where: str) -> None:
-    known = sorted([*MODIFIERS, BPE_DROPOUT])
+    known = sorted([*MODIFIERS, BPE_DROPOUT, MERGE])
     for name in names:
         if name not in known:
             raise NmtkitError(f"{where}: unknown modifier {name!r}; the modifiers are {', '.join(known)}")
@@ -47,25 +59,15 @@ def uppercase(src: str, tgt: str, rng: np.random.Generator) -> tuple[str, str]:
 
 @register_modifier("titlecase")
 def titlecase(src: str, tgt: str, rng: np.random.Generator) -> tuple[str, str]:
-    return src.title(), tgt.title()
+    """Each word's first letter in title case, the rest kept (OpusTrainer's TitleCase), on both sides."""
+    return title_words(src), title_words(tgt)
 
 
 @register_modifier("typos")
 def typos(src: str, tgt: str, rng: np.random.Generator) -> tuple[str, str]:
     """One to three typing slips in the source (a character left out, doubled, or swapped with the next one); the
     target stays as it should be."""
-    chars = list(src)
-    for _ in range(int(rng.integers(1, 4))):
-        if len(chars) < 2:
-            break
-        at, slip = int(rng.integers(len(chars) - 1)), int(rng.integers(3))
-        if slip == 0:
-            del chars[at]
-        elif slip == 1:
-            chars.insert(at, chars[at])
-        else:
-            chars[at], chars[at + 1] = chars[at + 1], chars[at]
-    return "".join(chars), tgt
+    return with_typos(src, rng), tgt
 
 
 @register_modifier("placeholder")
@@ -77,46 +79,117 @@ def placeholder(src: str, tgt: str, rng: np.random.Generator) -> tuple[str, str]
     return insert_word(src, token, where), insert_word(tgt, token, where)
 
 
-def insert_word(text: str, token: str, where: float) -> str:
-    """`text` with `token` as a word at fraction `where` of its words (0: first, 1: last)."""
-    words = text.split(" ")
-    at = round(where * len(words))
-    return " ".join([*words[:at], token, *words[at:]])
+@register_modifier("remove_end_punct")
+def remove_end_punct(src: str, tgt: str, rng: np.random.Generator) -> tuple[str, str]:
+    """Both sides without their final mark when both end in one of the same kind (OpusTrainer's RemoveEndPunct)."""
+    return without_end_marks(src, tgt)
+
+
+@register_modifier("inline_noise")
+def inline_noise(src: str, tgt: str, rng: np.random.Generator) -> tuple[str, str]:
+    """The same Unicode noise (one to three words of one script, or emoji) inserted at the same relative place on
+    both sides (OpusTrainer's inline noise): teaches a model to copy what it cannot translate."""
+    return with_noise(src, tgt, rng)
 
 
 class PairModifier:
     """A corpus' modifiers (name -> probability) over pairs of subword ids; bpe_dropout's probability is that of
-    skipping each merge, in every pair, after the text modifiers."""
+    skipping each merge, in every pair, after the text modifiers and the merges. Merged pairs stay within
+    `max_length` positions a side (the longest that training takes)."""
 
-    def __init__(self, subwords: tuple[Subword, Subword], probabilities: dict[str, float], seed: int):
+    def __init__(self, subwords: tuple[Subword, Subword], probabilities: dict[str, float], seed: int,
+                 max_length: int | None = None):
         check_modifier_names(list(probabilities), "train.stages modifiers")
-        self.subwords, self.seed = subwords, seed
-        self.probabilities = {name: chance for name, chance in probabilities.items() if name != BPE_DROPOUT}
-        self.dropout = probabilities.get(BPE_DROPOUT, 0.0)
+        self.subwords, self.seed, self.max_length = subwords, seed, max_length
+        self.probabilities = {name: chance for name, chance in probabilities.items()
+                              if name not in (BPE_DROPOUT, MERGE)}
+        self.dropout, self.merge = probabilities.get(BPE_DROPOUT, 0.0), probabilities.get(MERGE, 0.0)
         self.segmenters = None
         if self.dropout:
             source = BpeDropout(subwords[0])
             self.segmenters = (source, source if subwords[1] is subwords[0] else BpeDropout(subwords[1]))
 
-    def __call__(self, src: np.ndarray, tgt: np.ndarray, step: int, line: int) -> tuple[list[int], list[int]]:
-        """The pair of line `line` as update `step` trains on it: each modifier applied with its probability."""
-        rng = np.random.default_rng([self.seed, step, int(line)])
-        src_ids, tgt_ids = self.modify_text(src, tgt, rng)
-        if self.segmenters is None:
-            return src_ids, tgt_ids
-        return self.segmenters[0](src_ids, self.dropout, rng), self.segmenters[1](tgt_ids, self.dropout, rng)
+    def rng(self, step: int, line: int) -> np.random.Generator:
+        return np.random.default_rng([self.seed, step, int(line)])
 
-    def modify_text(self, src: np.ndarray, tgt: np.ndarray, rng: np.random.Generator) -> tuple[list[int], list[int]]:
+    def __call__(self, src: np.ndarray, tgt: np.ndarray, step: int, line: int) -> Pair:
+        """The pair of line `line` as update `step` trains on it, alone: each modifier applied with its probability
+        (but merge, which takes the pairs after it in a batch: `batch`)."""
+        rng = self.rng(step, line)
+        return self.resegment(self.modify_text(src, tgt, rng), rng)
+
+    def batch(self, data: ParallelData, lines: np.ndarray, step: int) -> list[tuple[np.ndarray, list[Pair]]]:
+        """The pairs of a batch's `lines` as update `step` trains on them, in two parts of (lines, pairs), either
+        may be empty: the pairs trained alone, then the merged ones (each under its first line). Padded apart, a
+        merged pair (two to four times as long) leaves the others' padding as it was: the batch keeps its budget."""
+        rngs = [self.rng(step, line) for line in lines]
+        pairs = [self.modify_text(data.src[line], data.tgt[line], rng) for line, rng in zip(lines, rngs, strict=True)]
+        alone: list[tuple[int, Pair]] = []
+        merged: list[tuple[int, Pair]] = []
+        for group in self.merge_groups(pairs, rngs):
+            pair = self.merged([pairs[index] for index in group]) if len(group) > 1 else None
+            if pair is None:  # alone, or a merge that did not fit in max_length
+                alone += [(lines[index], self.resegment(pairs[index], rngs[index])) for index in group]
+            else:
+                merged.append((lines[group[0]], self.resegment(pair, rngs[group[0]])))
+        return [(np.array([line for line, _ in part], dtype=np.int64), [pair for _, pair in part])
+                for part in (alone, merged)]
+
+    def merge_groups(self, pairs: list[Pair], rngs: list[np.random.Generator]) -> list[list[int]]:
+        """The batch's pairs (positions) in groups of consecutive ones: each pair not yet in a group starts one of 2
+        to 4 with probability `merge` (drawn by its own generator, after its text modifiers), of the pairs after it
+        that have its tags and fit in max_length with it; otherwise it is a group of its own."""
+        groups, start = [], 0
+        while start < len(pairs):
+            size = 1
+            if self.merge and rngs[start].random() < self.merge:
+                size = int(rngs[start].integers(MERGE_LINES[0], MERGE_LINES[1] + 1))
+            group, lengths = [start], np.array([len(pairs[start][0]), len(pairs[start][1])])
+            tags = self.tags(pairs[start][0])
+            for index in range(start + 1, min(start + size, len(pairs))):
+                lengths += [len(pairs[index][0]) - len(tags), len(pairs[index][1])]
+                if self.tags(pairs[index][0]) != tags or (self.max_length and lengths.max() + 1 > self.max_length):
+                    break
+                group.append(index)
+            groups.append(group)
+            start += len(group)
+        return groups
+
+    def tags(self, src: list[int]) -> list[int]:
+        """The control symbols (corpus and language tags) that start source ids `src`."""
+        processor, count = self.subwords[0].processor, 0
+        while count < len(src) and processor.IsControl(int(src[count])):
+            count += 1
+        return src[:count]
+
+    def merged(self, pairs: list[Pair]) -> Pair | None:
+        """One pair of `pairs`' texts, each side joined with a space (the first source's tags first); None when
+        encoded anew it is longer than max_length after all."""
+        source, target = self.subwords[0].processor, self.subwords[1].processor
+        tags = self.tags(pairs[0][0])
+        src_text = " ".join(source.decode(src[len(tags):]) for src, _ in pairs)
+        tgt_text = " ".join(target.decode(tgt) for _, tgt in pairs)
+        src_ids, tgt_ids = tags + source.encode(src_text, out_type=int), target.encode(tgt_text, out_type=int)
+        if self.max_length and max(len(src_ids), len(tgt_ids)) + 1 > self.max_length:
+            return None
+        return src_ids, tgt_ids
+
+    def resegment(self, pair: Pair, rng: np.random.Generator) -> Pair:
+        """The pair segmented anew with BPE-dropout, when the corpus has it."""
+        if self.segmenters is None:
+            return pair
+        return self.segmenters[0](pair[0], self.dropout, rng), self.segmenters[1](pair[1], self.dropout, rng)
+
+    def modify_text(self, src: np.ndarray, tgt: np.ndarray, rng: np.random.Generator) -> Pair:
         """The pair through the text modifiers drawn for it: decoded, modified, encoded again (its tags kept)."""
         draws = rng.random(len(self.probabilities))  # one draw per modifier, whichever apply
         chosen = [name for name, draw in zip(self.probabilities, draws, strict=True) if draw < self.probabilities[name]]
         if not chosen:
             return src.tolist(), tgt.tolist()
         source, target = self.subwords[0].processor, self.subwords[1].processor  # one line: no batch threads
-        tags = 0
-        while tags < len(src) and source.IsControl(int(src[tags])):
-            tags += 1
-        src_text, tgt_text = source.decode(src[tags:].tolist()), target.decode(tgt.tolist())
+        src_ids = src.tolist()
+        tags = self.tags(src_ids)
+        src_text, tgt_text = source.decode(src_ids[len(tags):]), target.decode(tgt.tolist())
         for name in chosen:
             src_text, tgt_text = MODIFIERS[name](src_text, tgt_text, rng)
-        return src[:tags].tolist() + source.encode(src_text, out_type=int), target.encode(tgt_text, out_type=int)
+        return tags + source.encode(src_text, out_type=int), target.encode(tgt_text, out_type=int)
