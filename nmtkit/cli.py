@@ -21,6 +21,7 @@ from nmtkit.cli_options import ConfigValues, config_options
 from nmtkit.config import LINE_CAP_HELP, MAX_LINE_BYTES, DataConfig, DecodeConfig, TrainConfig, help_for
 from nmtkit.config_values import parse_duration
 from nmtkit.data.distilled_config import DistillFilterConfig
+from nmtkit.data.robustness_config import RobustnessConfig
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate_config import EvaluateConfig
 from nmtkit.scoring.config import PairScoreConfig
@@ -355,22 +356,39 @@ def serve(
 @handle_errors
 @config_options("settings", EvaluateConfig)
 def evaluate(
-    hyp: Annotated[str, typer.Option(help="hypothesis file, or - for stdin")],
-    ref: Annotated[list[Path], typer.Option(help="reference file (repeat for several references)")],
+    hyp: Annotated[str, typer.Option(help="hypothesis file, or - for stdin; with --sets, the directory of each "
+                                          "set's hypotheses, <set>.hyp")],
+    ref: Annotated[list[Path] | None, typer.Option(help="reference file (repeat for several references)")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="print one JSON object keyed by metric")] = False,
     compare: Annotated[Path | None, typer.Option(help="baseline hypotheses: paired bootstrap test against them",
                                                  dir_okay=False)] = None,
+    sets: Annotated[Path | None, typer.Option(help="directory of test sets (<set>.ref, as nmtkit robustness writes "
+                                                   "them): score each set, one table, clean first")] = None,
     *,
     settings: ConfigValues,
 ) -> None:
     """Score hypotheses on a torch device: BLEU, chrF and TER as sacrebleu, WER, CER, MER, WIL, WIP as jiwer, edit
     distance."""
-    from nmtkit.data.corpus import read_lines
-    from nmtkit.evaluate import evaluate_files, read_stream_lines, render
+    from nmtkit.evaluate import evaluate_command
 
-    config = EvaluateConfig(**settings)
-    hypotheses = read_stream_lines(sys.stdin.buffer) if hyp == "-" else read_lines(hyp)
-    print(render(evaluate_files(hypotheses, "<stdin>" if hyp == "-" else hyp, ref, config, compare), json_output))
+    print(evaluate_command(hyp, ref, EvaluateConfig(**settings), compare, sets, json_output))
+
+
+@app.command()
+@handle_errors
+@config_options("settings", RobustnessConfig)
+def robustness(
+    src: Annotated[Path, typer.Option(help="source side of a test set", dir_okay=False)],
+    ref: Annotated[Path, typer.Option(help="its reference translations", dir_okay=False)],
+    out: Annotated[Path, typer.Option(help="directory to write the sets into: <set>.src, <set>.ref, sets.json")],
+    *,
+    settings: ConfigValues,
+) -> None:
+    """Write robustness test sets made from a test set (title and upper case, no final mark, typos, merged lines,
+    Unicode noise) beside the clean one; prints a JSON summary."""
+    from nmtkit.data.robustness import write_sets
+
+    print(json.dumps(write_sets(src, ref, out, RobustnessConfig(**settings))))
 
 
 @app.command()

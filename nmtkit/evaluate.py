@@ -3,6 +3,7 @@
 BLEU, chrF and TER print sacrebleu's own strings and signatures; WER, CER, MER, WIL and WIP are jiwer's; with a
 baseline the systems are compared by paired bootstrap resampling (Koehn, 2004). Unless a tokenizer is given, BLEU's
 suits the target language: the one given, else the one the first reference file's suffix names (test.zh, test.ja).
+A directory of test sets (`nmtkit robustness`'s) is scored set by set into one table, the clean set first.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,6 +19,7 @@ import torch
 
 import nmtkit.metrics.builtin  # noqa: F401 (registers the metrics that build_metric finds)
 from nmtkit.data.corpus import decode_line, read_lines
+from nmtkit.data.robustness_config import CLEAN
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate_config import LANGUAGE_CODE, EvaluateConfig
 from nmtkit.metrics import Metric, bleu, chrf
@@ -28,6 +31,8 @@ from nmtkit.runtime.device import pick_device
 NOT_LANGUAGES = frozenset({"txt", "tsv", "csv", "hyp", "ref", "src", "tgt", "out", "tok", "bpe", "sgm", "xml", "log",
                            "gz", "xz", "bz2", "zst"})  # file suffixes that look like language codes
 log = logging.getLogger(__name__)
+METRIC_TITLES = {"bleu": "BLEU", "chrf": "chrF", "chrf++": "chrF++", "ter": "TER", "wer": "WER", "cer": "CER",
+                 "mer": "MER", "wil": "WIL", "wip": "WIP"}  # the sets' table's column heads
 
 
 def language_of(path: str | Path) -> str | None:
@@ -162,3 +167,72 @@ def render(results: dict[str, dict], as_json: bool = False) -> str:
     if any("sentences" in result for result in results.values()):
         lines.extend(_sentence_table(results))
     return "\n".join(lines)
+
+
+def evaluate_command(hyp: str, refs: Sequence[Path] | None, config: EvaluateConfig, compare: Path | None = None,
+                     sets: Path | None = None, as_json: bool = False) -> str:
+    """What `nmtkit evaluate` prints: the scores of hypothesis file `hyp` ("-": stdin) against `refs`, or with
+    `sets`, those of each set's hypotheses in directory `hyp` (`evaluate_sets`)."""
+    if sets is not None:
+        if refs or compare is not None or config.sentence:
+            raise NmtkitError("--sets scores each set against its own <set>.ref: drop --ref, --compare and --sentence")
+        return render_sets(evaluate_sets(sets, Path(hyp), config), as_json)
+    hypotheses = read_stream_lines(sys.stdin.buffer) if hyp == "-" else read_lines(hyp)
+    return render(evaluate_files(hypotheses, "<stdin>" if hyp == "-" else hyp, refs or [], config, compare), as_json)
+
+
+def set_names(sets: Path) -> tuple[list[str], str | None]:
+    """The sets of directory `sets` and their target language: those its sets.json lists (`nmtkit robustness`),
+    with its reference file's language; else each <set>.ref in it, by name, clean first."""
+    if not sets.is_dir():
+        raise NmtkitError(f"--sets {sets} is not a directory")
+    record = sets / "sets.json"
+    if record.is_file():
+        try:
+            written = json.loads(record.read_text(encoding="utf-8"))
+            return [entry["name"] for entry in written["sets"]], language_of(written["ref"])
+        except (ValueError, KeyError, TypeError) as error:
+            raise NmtkitError(f"{record} is not a sets record written by nmtkit robustness ({error})") from error
+    names = sorted((path.name[: -len(".ref")] for path in sets.glob("*.ref")), key=lambda name: (name != CLEAN, name))
+    if not names:
+        raise NmtkitError(f"--sets {sets} holds no <set>.ref file (write the sets with nmtkit robustness)")
+    return names, None
+
+
+def evaluate_sets(sets: Path, hyp_dir: Path, config: EvaluateConfig) -> dict[str, tuple[int, dict[str, dict]]]:
+    """{set: (lines, {metric: report})} for each set of directory `sets` (`set_names`), scoring hypotheses
+    `hyp_dir`/<set>.hyp against `sets`/<set>.ref; a missing hypothesis file is an error naming it."""
+    names, lang = set_names(sets)
+    if not hyp_dir.is_dir():
+        raise NmtkitError(f"with --sets, --hyp is the directory of the sets' translations (<set>.hyp); {hyp_dir} "
+                          "is not one")
+    missing = [name for name in names if not (hyp_dir / f"{name}.hyp").is_file()]
+    if missing:
+        more = f" nor of {len(missing) - 1} more" if len(missing) > 1 else ""
+        raise NmtkitError(f"no translation of set {missing[0]!r} ({hyp_dir / (missing[0] + '.hyp')}){more}; "
+                          f"translate each {sets}/<set>.src into {hyp_dir}/<set>.hyp")
+    config = dataclasses.replace(config, lang=config.lang or lang)
+    scores = {}
+    for name in names:
+        hyp_path = hyp_dir / f"{name}.hyp"
+        hypotheses = read_lines(hyp_path)
+        scores[name] = (len(hypotheses), evaluate_files(hypotheses, str(hyp_path), [sets / f"{name}.ref"], config))
+    return scores
+
+
+def render_sets(scores: dict[str, tuple[int, dict[str, dict]]], as_json: bool = False) -> str:
+    """The sets' scores as one JSON object keyed by set ({"lines": n, metric: report}), or a table (set, lines,
+    each metric's score) followed by each metric's signature."""
+    if as_json:
+        return json.dumps({name: {"lines": lines, **json.loads(render(results, as_json=True))}
+                           for name, (lines, results) in scores.items()}, ensure_ascii=False)
+    first = next(iter(scores.values()))[1]
+    titles = {metric: METRIC_TITLES.get(metric, metric) for metric in first}
+    width = max(len("set"), *map(len, scores))
+    rows = [f"{'set':<{width}}  {'lines':>6}" + "".join(f"  {title:>7}" for title in titles.values())]
+    for name, (lines, results) in scores.items():
+        cells = "".join(f"  {results[metric]['score']:>7.2f}" for metric in titles)
+        rows.append(f"{name:<{width}}  {lines:>6}{cells}")
+    rows += [f"{title} signature: {first[metric]['signature']}" for metric, title in titles.items()
+             if "signature" in first[metric]]
+    return "\n".join(rows)

@@ -271,3 +271,68 @@ def test_the_bootstrap_defaults_are_sacrebleus_as_the_library_function_has_them(
     from nmtkit.metrics import bootstrap
 
     assert (EvaluateConfig().samples, EvaluateConfig().seed) == (bootstrap.DEFAULT_SAMPLES, bootstrap.DEFAULT_SEED)
+
+
+@pytest.fixture
+def sets(tmp_path: Path) -> tuple[Path, Path]:
+    """Robustness sets of the real test lines (HYPOTHESES as the source side, so that copying each set's source is
+    a translation with known scores), and a directory of those copies."""
+    from nmtkit.data.robustness import write_sets
+    from nmtkit.data.robustness_config import RobustnessConfig
+
+    src, ref = write(tmp_path / "test.src", HYPOTHESES), write(tmp_path / "test.en", REFERENCES)
+    write_sets(Path(src), Path(ref), tmp_path / "sets", RobustnessConfig(sets=["upper", "merge"]))
+    (tmp_path / "hyps").mkdir()
+    for name in ("clean", "upper", "merge"):
+        (tmp_path / "hyps" / f"{name}.hyp").write_bytes((tmp_path / "sets" / f"{name}.src").read_bytes())
+    return tmp_path / "sets", tmp_path / "hyps"
+
+
+def set_lines(directory: Path, name: str, side: str) -> list[str]:
+    return (directory / f"{name}.{side}").read_text(encoding="utf-8").splitlines()
+
+
+def test_sets_are_scored_side_by_side_clean_first(sets):
+    directory, hyps = sets
+    rows = evaluate("--sets", str(directory), "--hyp", str(hyps), "--device", "cpu").stdout.splitlines()
+    assert rows[0].split() == ["set", "lines", "BLEU", "chrF"]
+    bleu, chrf = BLEU(), CHRF()
+    for row, name in zip(rows[1:4], ("clean", "upper", "merge"), strict=True):
+        hypotheses, references = set_lines(directory, name, "src"), set_lines(directory, name, "ref")
+        scores = bleu.corpus_score(hypotheses, [references]), chrf.corpus_score(hypotheses, [references])
+        assert row.split() == [name, str(len(hypotheses)), *(f"{score.score:.2f}" for score in scores)]
+    assert rows[4:] == [f"BLEU signature: {bleu.get_signature()}", f"chrF signature: {chrf.get_signature()}"]
+    scores = json.loads(evaluate("--sets", str(directory), "--hyp", str(hyps), "--json", "--metrics", "bleu,ter",
+                                 "--device", "cpu").stdout)
+    assert list(scores) == ["clean", "upper", "merge"] and scores["merge"]["lines"] < scores["clean"]["lines"]
+    merged = set_lines(directory, "merge", "src")
+    assert scores["merge"]["ter"]["score"] == TER().corpus_score(merged, [set_lines(directory, "merge", "ref")]).score
+    assert "text" not in scores["clean"]["bleu"]
+
+
+def test_a_directory_of_reference_files_is_scored_too_and_its_language_given(sets, tmp_path: Path):
+    directory, hyps = sets
+    (directory / "sets.json").unlink()
+    write(directory / "a-domain.ref", REFERENCES[:5])
+    write(hyps / "a-domain.hyp", HYPOTHESES[:5])
+    scores = json.loads(evaluate("--sets", str(directory), "--hyp", str(hyps), "--json", "--lang", "zh",
+                                 "--device", "cpu").stdout)
+    assert list(scores) == ["clean", "a-domain", "merge", "upper"]  # clean first, then by name
+    assert "tok:zh" in scores["clean"]["bleu"]["signature"]
+
+
+def test_a_missing_translation_or_a_stray_option_with_sets_is_a_one_line_error(sets, tmp_path: Path, files):
+    directory, hyps = sets
+    (hyps / "upper.hyp").unlink()
+    cases = [(["--sets", str(directory), "--hyp", str(hyps)], "no translation of set 'upper'"),
+             (["--sets", str(directory), "--hyp", files["hyp"]], "is not one"),
+             (["--sets", files["hyp"], "--hyp", str(hyps)], "is not a directory"),
+             (["--sets", str(directory), "--hyp", str(hyps), "--ref", files["ref"]], "drop --ref"),
+             (["--sets", str(tmp_path), "--hyp", str(hyps)], "holds no <set>.ref file"),
+             (["--hyp", files["hyp"]], "evaluate needs at least one --ref file")]
+    for arguments, needle in cases:
+        result = evaluate(*arguments)
+        assert result.exit_code == 1 and result.stderr.count("\n") == 1 and needle in result.stderr, result.stderr
+    (directory / "sets.json").write_text("[1, 2]")
+    result = evaluate("--sets", str(directory), "--hyp", str(hyps))
+    assert result.exit_code == 1 and "is not a sets record written by nmtkit robustness" in result.stderr

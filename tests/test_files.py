@@ -82,7 +82,7 @@ def test_train_refuses_checkpoints_onto_its_init_from(tmp_path):
 OUTPUTS = {("prepare", "--out"), ("train", "--out"), ("translate", "--output"), ("filter-distilled", "--out-src"),
            ("filter-distilled", "--out-tgt"), ("filter-distilled", "--report"), ("export", "--out"),
            ("align", "--output"), ("align", "--plot"), ("score-pairs", "--output"), ("score-pairs", "--out-src"),
-           ("score-pairs", "--out-tgt"), ("score-pairs", "--out-removed")}
+           ("score-pairs", "--out-tgt"), ("score-pairs", "--out-removed"), ("robustness", "--out")}
 OUTPUT_NAMES = ("--out", "--output", "--report", "--plot")
 
 
@@ -141,6 +141,7 @@ def output_cases(paths: dict[str, Path]) -> dict[tuple[str, str], list[list[str]
         ("score-pairs", "--out-tgt"): [[*scores, "--out-src", "{out-src}", "--out-tgt", target]
                                        for target in (src, tgt, model)],
         ("score-pairs", "--out-removed"): [[*scores, *kept, "--out-removed", target] for target in (src, tgt, model)],
+        ("robustness", "--out"): [["robustness", "--src", src, "--ref", tgt, "--out", target] for target in (src, tgt)],
     }
 
 
