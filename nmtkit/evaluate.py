@@ -19,6 +19,7 @@ import torch
 
 import nmtkit.metrics.builtin  # noqa: F401 (registers the metrics that build_metric finds)
 from nmtkit.data.corpus import decode_line, read_lines
+from nmtkit.data.robustness import read_record
 from nmtkit.data.robustness_config import CLEAN
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate_config import LANGUAGE_CODE, EvaluateConfig
@@ -186,13 +187,9 @@ def set_names(sets: Path) -> tuple[list[str], str | None]:
     with its reference file's language; else each <set>.ref in it, by name, clean first."""
     if not sets.is_dir():
         raise NmtkitError(f"--sets {sets} is not a directory")
-    record = sets / "sets.json"
-    if record.is_file():
-        try:
-            written = json.loads(record.read_text(encoding="utf-8"))
-            return [entry["name"] for entry in written["sets"]], language_of(written["ref"])
-        except (ValueError, KeyError, TypeError) as error:
-            raise NmtkitError(f"{record} is not a sets record written by nmtkit robustness ({error})") from error
+    record = read_record(sets)
+    if record is not None:
+        return [entry["name"] for entry in record["sets"]], language_of(str(record.get("ref", "")))
     names = sorted((path.name[: -len(".ref")] for path in sets.glob("*.ref")), key=lambda name: (name != CLEAN, name))
     if not names:
         raise NmtkitError(f"--sets {sets} holds no <set>.ref file (write the sets with nmtkit robustness)")

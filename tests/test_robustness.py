@@ -162,6 +162,41 @@ def test_a_file_the_record_does_not_prove_is_never_overwritten(test_set, tmp_pat
     assert_error(nmtkit("robustness", "--src", str(src), "--ref", str(ref), "--out", str(out)), "clean.src exists")
 
 
+def test_a_run_stopped_midway_leaves_files_the_next_run_replaces(test_set, tmp_path: Path, monkeypatch):
+    from nmtkit.data import robustness
+
+    src, ref = test_set
+    out = tmp_path / "sets"
+    write_sets(src, ref, out, RobustnessConfig(seed=1))
+    real_write, calls = robustness.write_atomic, []
+
+    def full_disk_at_the_fifth(path: Path, data: bytes) -> None:
+        calls.append(path)
+        if len(calls) == 5:
+            raise OSError(28, "No space left on device")
+        real_write(path, data)
+
+    monkeypatch.setattr(robustness, "write_atomic", full_disk_at_the_fifth)
+    with pytest.raises(OSError):
+        write_sets(src, ref, out, RobustnessConfig(seed=2))  # four files of seed 2, the rest of seed 1
+    monkeypatch.setattr(robustness, "write_atomic", real_write)
+    write_sets(src, ref, out, RobustnessConfig(seed=3))  # every file proven: the old ones or the new ones
+    expected = make_sets(SOURCES, REFERENCES, RobustnessConfig(seed=3))
+    assert all((out / f"{name}.src").read_text(encoding="utf-8").splitlines() == lines[0]
+               for name, lines in expected.items())
+
+
+@pytest.mark.parametrize("record", ["[1, 2]", '{"sets": [{"name": "../up"}]}', "{" + " " * (1 << 20) + "}"])
+def test_a_sets_json_of_another_kind_is_left_alone(test_set, tmp_path: Path, record: str):
+    src, ref = test_set
+    out = tmp_path / "sets"
+    out.mkdir()
+    (out / "sets.json").write_text(record)
+    result = nmtkit("robustness", "--src", str(src), "--ref", str(ref), "--out", str(out))
+    assert_error(result, "is not a sets record written by nmtkit robustness")
+    assert (out / "sets.json").read_text() == record and sorted(path.name for path in out.iterdir()) == ["sets.json"]
+
+
 @pytest.mark.parametrize("link", ["same", "symlink", "hardlink"])
 def test_an_input_among_the_sets_is_never_written_onto(tmp_path: Path, link: str):
     out = tmp_path / "sets"

@@ -11,9 +11,9 @@ this command wrote it (its SHA-256 there), and never one of the inputs.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,6 +26,8 @@ from nmtkit.data.robustness_config import CLEAN, SET_NAMES, RobustnessConfig
 from nmtkit.errors import NmtkitError
 
 RECORD = "sets.json"
+RECORD_MAX_BYTES = 1 << 20  # a sets.json larger than this is not one of this command's
+SET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a set's name: a file name in the directory, nothing else
 MERGED_LINES = (2, 3)  # lines to a merged line, at least and at most
 Lines = tuple[list[str], list[str]]  # sources, references
 
@@ -99,50 +101,78 @@ def read_test_set(src: Path, ref: Path, config: RobustnessConfig) -> Lines:
     return sources, references
 
 
-def check_destination(out: Path, names: list[str], inputs: list[tuple[str, Path]]) -> None:
-    """An error when a file to write is an input, or a file already in `out` that its sets.json does not prove this
-    command wrote (the same size and SHA-256)."""
+def read_record(directory: Path) -> dict | None:
+    """The sets.json of `directory` (None if it has none); one that is not a record of this command (not a JSON
+    object, larger than RECORD_MAX_BYTES, or a set's name that is not a plain file name) is an error."""
+    path = directory / RECORD
+    if not path.is_file():
+        return None
+    try:
+        if path.stat().st_size > RECORD_MAX_BYTES:
+            raise ValueError(f"more than {RECORD_MAX_BYTES} bytes")
+        record = json.loads(path.read_text(encoding="utf-8"))
+        names = [entry["name"] for entry in record["sets"]]
+        if not all(isinstance(name, str) and SET_NAME.fullmatch(name) for name in names):
+            raise ValueError("a set's name is not a plain file name")
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise NmtkitError(f"{path} is not a sets record written by nmtkit robustness ({error})") from error
+    return record
+
+
+def check_destination(out: Path, names: list[str], inputs: list[tuple[str, Path]]) -> dict:
+    """The files that `out`'s sets.json proves this command wrote ({name: [{"bytes", "sha256"}, ...]}); an error
+    when a file to write is an input, or one already in `out` that the record does not prove."""
     if out.exists() and not out.is_dir():
         raise NmtkitError(f"--out {out} is a file; give a directory (absent, or one of its own)")
     refuse_onto_inputs([("--out", out / name) for name in [*names, RECORD]], inputs)
-    written = {}
-    if (out / RECORD).is_file():
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            written = json.loads((out / RECORD).read_text(encoding="utf-8")).get("files", {})
+    record = read_record(out) if out.is_dir() else None
+    written = {name: [entry for entry in entries if isinstance(entry, dict)]
+               for name, entries in (record or {}).get("files", {}).items() if isinstance(entries, list)}
     for name in names:
         path = out / name
-        if path.exists() and not (path.is_file() and is_written(path, written.get(name))):
+        if path.exists() and not (path.is_file() and is_written(path, written.get(name, []))):
             raise NmtkitError(f"{path} exists and {out / RECORD} does not show that nmtkit robustness wrote it; "
                               "move it away or choose another --out")
+    return written
 
 
-def is_written(path: Path, record) -> bool:
-    """Whether file `path` is what `record` ({"bytes", "sha256"}, from sets.json) says was written."""
-    if not isinstance(record, dict) or path.stat().st_size != record.get("bytes"):
+def is_written(path: Path, records: list[dict]) -> bool:
+    """Whether file `path` is one of those `records` ({"bytes", "sha256"} each, from sets.json) say was written."""
+    size = path.stat().st_size
+    sizes = [record for record in records if record.get("bytes") == size]
+    if not sizes:
         return False
-    return hashlib.sha256(path.read_bytes()).hexdigest() == record.get("sha256")
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        while block := file.read(1 << 20):
+            digest.update(block)
+    return any(record.get("sha256") == digest.hexdigest() for record in sizes)
 
 
 def write_sets(src: Path, ref: Path, out: Path, config: RobustnessConfig) -> dict:
     """Write the sets of test set (`src`, `ref`) into directory `out`; returns what sets.json records but the
-    files' digests: the inputs, the seed and each set's name, lines and changed lines, clean first."""
+    files' digests: the inputs, the seed and each set's name, lines and changed lines, clean first. sets.json
+    lists each file's digests before and after it is written while they are written, so that a run stopped
+    midway leaves files that the next run may replace."""
     names = [CLEAN, *(name for name in SET_NAMES if name in config.sets)]
-    files = [f"{name}.{side}" for name in names for side in ("src", "ref")]
-    check_destination(out, files, [("--src", src), ("--ref", ref)])
+    written = check_destination(out, [f"{name}.{side}" for name in names for side in ("src", "ref")],
+                                [("--src", src), ("--ref", ref)])
     sources, references = read_test_set(src, ref, config)
     sets = make_sets(sources, references, config)
+    contents = {f"{name}.{side}": "".join(line + "\n" for line in side_lines).encode("utf-8")
+                for name, lines in sets.items() for side, side_lines in zip(("src", "ref"), lines, strict=True)}
+    digests = {file: {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+               for file, data in contents.items()}
+    summary = {"src": str(src), "ref": str(ref), "seed": config.seed,  # the sets in order: sets.json sorts keys
+               "sets": [{"name": name, "lines": len(lines[0]), "changed": changed_lines(name, sets[CLEAN], lines)}
+                        for name, lines in sets.items()]}
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise NmtkitError(f"cannot create --out {out}: {error.strerror}") from error
-    digests = {}
-    for name, lines in sets.items():
-        for side, side_lines in zip(("src", "ref"), lines, strict=True):
-            data = "".join(line + "\n" for line in side_lines).encode("utf-8")
-            write_atomic(out / f"{name}.{side}", data)
-            digests[f"{name}.{side}"] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-    summary = {"src": str(src), "ref": str(ref), "seed": config.seed,  # the sets in order: sets.json sorts keys
-               "sets": [{"name": name, "lines": len(lines[0]), "changed": changed_lines(name, sets[CLEAN], lines)}
-                        for name, lines in sets.items()]}
-    write_json_atomic(out / RECORD, {**summary, "files": digests})
+    either = {file: [*written.get(file, []), digest] for file, digest in digests.items()}
+    write_json_atomic(out / RECORD, {**summary, "files": either})
+    for file, data in contents.items():
+        write_atomic(out / file, data)
+    write_json_atomic(out / RECORD, {**summary, "files": {file: [digest] for file, digest in digests.items()}})
     return {"out": str(out), **summary}
