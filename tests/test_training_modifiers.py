@@ -264,3 +264,13 @@ def test_a_batch_with_merged_pairs_trains_as_two_that_keep_its_token_budget(two_
     for batch, same in zip(batches, again.local_batches(again.next_group())[0], strict=True):  # what resume redoes
         assert batch.indices.tolist() == same.indices.tolist() and batch.src.equal(same.src)
         assert batch.tgt_out.equal(same.tgt_out)
+
+
+def test_bpe_dropout_segments_a_merged_pair_anew_and_keeps_its_text(bpe_corpus: Path):
+    data, subwords = ParallelData(bpe_corpus, "train"), load_subwords(bpe_corpus)
+    lines, processor = np.arange(40, 140), subwords[0].processor
+    plain = PairModifier(subwords, {"merge": 1.0}, 1).batch(data, lines, 0)[1][1]
+    sampled = PairModifier(subwords, {"merge": 1.0, "bpe_dropout": 0.3}, 1).batch(data, lines, 0)[1][1]
+    assert len(plain) == len(sampled) > 20
+    assert [processor.decode(src) for src, _ in sampled] == [processor.decode(src) for src, _ in plain]
+    assert sum(len(tgt) for _, tgt in sampled) > sum(len(tgt) for _, tgt in plain)  # more, shorter pieces
