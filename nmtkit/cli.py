@@ -102,7 +102,8 @@ def main(
 
 
 def _lang(path: Path | None, default: str) -> str:
-    suffix = path.suffix.lstrip(".") if path is not None else ""
+    """The language a file's suffix names (train.de, train.de.gz), or `default`."""
+    suffix = Path(path.name.removesuffix(".gz")).suffix.lstrip(".") if path is not None else ""
     return suffix if suffix and suffix not in ("txt", "tsv") else default
 
 

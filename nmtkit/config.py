@@ -54,6 +54,41 @@ class DataConfig:
     max_ratio: float = option(3.0, "drop training pairs whose length ratio (words, counted as for min_words) differs "
                                    "from the corpus median ratio by more than this factor (0 = off)")
     dedup: bool = option(True, "drop duplicate training pairs")
+    near_dedup: bool = option(False, "drop training pairs equal to an earlier one once case, whitespace, punctuation, "
+                                     "digits and symbols are left out (the first is kept)")
+    langid: bool = option(True, "drop training pairs with a side that language identification (fastText lid.176, "
+                                "offline) finds in another language than --src-lang/--tgt-lang (or a corpus' "
+                                "languages); a side it cannot judge is kept and counted as unjudged; off when no "
+                                "language is given")
+    langid_min_letters: int = option(10, "language identification: sides with fewer letters are not judged (kept, "
+                                         "counted as unjudged)", 0)
+    langid_threshold: float = option(0.5, "language identification: a side is in another language only when the "
+                                          "model's likeliest language has at least this probability", 0.0, 1.0)
+    langid_floor: float = option(0.01, "language identification: a side is in its language when the model gives "
+                                       "that language (or an accepted one) at least this probability", 0.0, 1.0)
+    langid_accept: dict[str, list[str]] = option(
+        {}, "languages language identification may also find for a language, e.g. {zh: [ja], hi: [mr, ne]} (close "
+            "languages and scripts the model confuses)")
+    script_share: float = option(0.1, "drop training pairs with a side whose words are less than this share in the "
+                                      "scripts of its language (nmtkit/data/scripts.py; words counted as for "
+                                      "min_words; 0 = off; off when no language is given)", 0.0, 1.0)
+    scripts: dict[str, list[str]] = option({}, "scripts of languages the built-in table lacks or to write otherwise, "
+                                               "e.g. {sr: [Latin], ain: [Katakana]}")
+    numbers: bool = option(False, "drop training pairs whose sides hold different numbers (as multisets of digit "
+                                  "strings: 1,000 1.000 1 000 and ١٠٠٠ are one number)")
+    links: bool = option(True, "drop training pairs whose sides hold different URLs, e-mail addresses or file paths")
+    copies: float = option(0.0, "drop training pairs whose sides share at least this share of their words (letters "
+                                "only, case-folded; shared / all): untranslated copies (0 = off; 1 = the same "
+                                "words)", 0.0, 1.0)
+    copy_min_words: int = option(3, "copies: only pairs with at least this many words on each side", 1)
+    max_repeat: int = option(20, "drop training pairs with a word repeated more than this many times in a row "
+                                 "(0 = off)", 0)
+    max_word_chars: int = option(100, "drop training pairs with a word longer than this many characters (words "
+                                      "counted as for min_words: a character of Chinese, Thai... is one; 0 = off)", 0)
+    symbols_only: bool = option(False, "drop training pairs with a side of no letter (only digits, punctuation, "
+                                       "symbols)")
+    removed_file: str = option("", "write every training pair a filter removed to this file as reason<TAB>source"
+                                   "<TAB>target ('' = none)")
     seed: int = option(1, "random seed for subword sampling")
     subword_samples: int = option(
         1, "copies of the training corpus written: the first with the plain segmentation that translation uses, "
@@ -72,6 +107,12 @@ class DataConfig:
         if self.subword_samples > 1 and not (0 < self.subword_alpha < 1 and self.subword in ("bpe", "unigram")):
             raise NmtkitError("data.subword_samples > 1 samples segmentations: it needs a bpe or unigram subword "
                               "model and 0 < data.subword_alpha < 1")
+
+
+# The settings of `nmtkit.data.clean`: what a corpus of a corpora file may set for itself (`clean:`).
+FILTER_KEYS = ("min_words", "max_words", "max_ratio", "dedup", "near_dedup", "langid", "langid_min_letters",
+               "langid_threshold", "langid_floor", "langid_accept", "script_share", "scripts", "numbers", "links",
+               "copies", "copy_min_words", "max_repeat", "max_word_chars", "symbols_only")
 
 
 @dataclass

@@ -58,13 +58,18 @@ def write_yaml(root: Path, entries: list[dict]) -> Path:
     return root / "corpora.yaml"
 
 
+SPANISH_BOTH_SIDES = {"langid": False}  # `rows` are Spanish words on both sides, whatever the languages say
+
+
 def three_corpora(root: Path, **extra: dict) -> Path:
     """clean (two files, one duplicate pair), crawled (gzipped TSV, sharing a pair with clean), bt (tagged <bt>)."""
     clean = rows(30) + rows(1)
     src, tgt = write_parallel(root, "clean", clean)
-    entries = [{"name": "clean", "src": src, "tgt": tgt, "dev": write_parallel(root, "dev", rows(5, 100))},
-               {"name": "crawled", "tsv": write_tsv_gz(root / "crawl.tsv.gz", rows(20, 30) + rows(1))},
-               {"name": "bt", "src": "bt.es", "tgt": "bt.en", "tag": "<bt>"}]
+    entries = [{"name": "clean", "src": src, "tgt": tgt, "dev": write_parallel(root, "dev", rows(5, 100)),
+                "clean": SPANISH_BOTH_SIDES},
+               {"name": "crawled", "tsv": write_tsv_gz(root / "crawl.tsv.gz", rows(20, 30) + rows(1)),
+                "clean": SPANISH_BOTH_SIDES},
+               {"name": "bt", "src": "bt.es", "tgt": "bt.en", "tag": "<bt>", "clean": SPANISH_BOTH_SIDES}]
     write_parallel(root, "bt", rows(25, 50))
     for entry in entries:
         entry.update(extra.get(entry["name"], {}))
@@ -159,6 +164,10 @@ def test_copies_and_language_tags_keep_one_tag_each_in_a_fixed_order(tmp_path: P
     ([{"name": "x", "tsv": "a", "tag": "<2de>"}], "tag '<2de>' is not a corpus tag"),
     ([{"name": "x", "tsv": "a", "weight": 2}], "unknown key 'weight'"),
     ([{"name": "x", "tsv": "a", "src_lang": "es"}], "language None is not a language code"),
+    ([{"name": "x", "tsv": "a", "clean": {"vocab_size": 10}}], "corpus 1 (x) clean: unknown key 'vocab_size'"),
+    ([{"name": "x", "tsv": "a", "clean": {"numbers": "maybe"}}], "corpus 1 (x) clean.numbers: expected bool"),
+    ([{"name": "x", "tsv": "a", "clean": {"copies": 2}}], "corpus 1 (x) clean.copies: must be in [0.0, 1.0]"),
+    ([{"name": "x", "tsv": "a", "clean": "hard"}], "corpus 1 (x) clean: expected a mapping of cleaning settings"),
     ([{"name": "x", "tsv": "a", "src_lang": "es", "tgt_lang": "en"}, {"name": "y", "tsv": "b"}],
      "corpus 'y' has no src_lang/tgt_lang while others have"),
 ])
@@ -182,6 +191,40 @@ def test_missing_empty_or_damaged_files_are_errors_naming_the_corpus(tmp_path: P
     result = nmtkit("prepare", "--corpora", str(path), "--subword", "word", "--out", str(tmp_path / "data"))
     assert_error(result, needle, "bt.tsv.gz")
     assert not (tmp_path / "data").exists()
+
+
+def test_each_corpus_is_cleaned_with_its_own_settings(tmp_path: Path):
+    """A crawled corpus cleaned hard (numbers, copies), a clean seed left alone (no filter at all), from the YAML
+    file; the command's settings (--set) for what a corpus does not set; the manifest counts and records each."""
+    seed = [("Copy 3 files now", "Copiar 4 archivos ahora"), ("Open the file now", "Open the file now"),
+            ("Copy 3 files now", "Copiar 4 archivos ahora")]
+    write_parallel(tmp_path, "seed", seed)
+    write_parallel(tmp_path, "crawl", seed + [("Close the window", "Cerrar la ventana")])
+    path = write_yaml(tmp_path, [
+        {"name": "seed", "src": "seed.es", "tgt": "seed.en", "clean": {"dedup": False, "langid": False}},
+        {"name": "crawl", "src": "crawl.es", "tgt": "crawl.en", "clean": {"numbers": True, "copies": 0.9}}])
+    result = nmtkit("prepare", "--corpora", str(path), "--subword", "word", "--set", "data.langid=false",
+                    "--set", "data.max_ratio=0", "--out", str(tmp_path / "data"))
+    assert result.exit_code == 0, result.stderr
+    manifest = json.loads((tmp_path / "data" / "manifest.json").read_text())
+    corpora = {corpus["name"]: corpus for corpus in manifest["corpora"]}
+    assert corpora["seed"]["filter"]["removed"] == {} and corpora["seed"]["train"]["count"] == 3
+    assert corpora["crawl"]["filter"]["removed"] == {"numbers": 2, "copy": 1}
+    assert corpora["crawl"]["clean"] == {"numbers": True, "copies": 0.9}
+    assert manifest["filter"]["removed"] == {"numbers": 2, "copy": 1}
+
+
+def test_removed_pairs_of_corpora_name_their_corpus(tmp_path: Path):
+    write_parallel(tmp_path, "a", [("uno dos", "one two"), ("tres 3", "three 4")])
+    path = write_yaml(tmp_path, [{"name": "a", "src": "a.es", "tgt": "a.en", "clean": {"numbers": True}}])
+    removed = tmp_path / "removed.tsv"
+    result = nmtkit("prepare", "--corpora", str(path), "--subword", "word", "--set", f"removed_file={removed}",
+                    "--out", str(tmp_path / "data"))
+    assert result.exit_code == 0, result.stderr
+    assert removed.read_text(encoding="utf-8") == "a:numbers\ttres 3\tthree 4\n"
+    assert_error(nmtkit("prepare", "--corpora", str(path), "--subword", "word", "--set",
+                        f"removed_file={tmp_path / 'a.en'}", "--out", str(tmp_path / "other")),
+                 "refusing to write onto an input")
 
 
 def test_gzip_files_read_as_their_text(tmp_path: Path):

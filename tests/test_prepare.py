@@ -375,10 +375,11 @@ def test_a_vocabulary_too_small_for_the_characters_says_how_large_it_must_be(tmp
 
 
 def test_no_line_sentencepiece_can_learn_from_is_an_error(tmp_path: Path):
-    """Every kept line longer than SentencePiece's 4192 bytes (one word each, so the length filter keeps them) was
-    a traceback (`trainer_interface.cc ... !sentences_.empty()`)."""
+    """Every kept line longer than SentencePiece's 4192 bytes (one word each, so the length filter keeps them, and
+    the longest-word filter is off) was a traceback (`trainer_interface.cc ... !sentences_.empty()`)."""
     files = write_pair(tmp_path, "train", [("x" * 5000 + str(index), "y" * 5000 + str(index)) for index in range(3)])
-    args = ["prepare", "--train-src", str(files.src), "--train-tgt", str(files.tgt), "--out", str(tmp_path / "d")]
+    args = ["prepare", "--train-src", str(files.src), "--train-tgt", str(files.tgt), "--set", "max_word_chars=0",
+            "--out", str(tmp_path / "d")]
     assert_error(nmtkit(*args), "no line to learn subwords from", "the 6 training line(s)", "4192 bytes")
     assert not (tmp_path / "d").exists()
 

@@ -10,17 +10,22 @@ Training files are `src` and `tgt` (line-aligned), `tsv` (`source<TAB>target`), 
 `.gz` is read through gzip. `src_lang`/`tgt_lang` (both or neither, and then in every corpus) make a multilingual
 directory with a target-language tag per source (`nmtkit.data.multilingual`); without them a corpus needs a `name`
 (with them it defaults to `src_lang-tgt_lang`). `tag` starts each training source of the corpus with that corpus
-tag (`nmtkit.data.tags`). File names are relative to the YAML file.
+tag (`nmtkit.data.tags`). `clean` sets the corpus' own cleaning settings, any of `FILTER_KEYS` of `data` (e.g.
+`clean: {langid: false, max_ratio: 0}` for a clean seed left alone, `{copies: 0.8, numbers: true}` for a crawl);
+the others come from the command's. File names are relative to the YAML file.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
+from nmtkit.config import FILTER_KEYS, DataConfig
+from nmtkit.config_values import from_dict
 from nmtkit.data.lines import read_small
 from nmtkit.data.prepare import SplitFiles
 from nmtkit.data.tags import check_tag
@@ -28,18 +33,34 @@ from nmtkit.errors import NmtkitError
 
 LANGUAGE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,15}")
 NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-KEYS = ("name", "src", "tgt", "tsv", "train", "dev", "test", "src_lang", "tgt_lang", "tag")
+KEYS = ("name", "src", "tgt", "tsv", "train", "dev", "test", "src_lang", "tgt_lang", "tag", "clean")
 
 
 @dataclass
 class Corpus:
-    """One corpus' files, its languages (a multilingual directory) and its tag."""
+    """One corpus' files, its languages (a multilingual directory), its tag and its own cleaning settings."""
 
     name: str
     splits: dict[str, SplitFiles]
     src_lang: str | None = None
     tgt_lang: str | None = None
     tag: str | None = None
+    clean: dict = field(default_factory=dict)
+
+    def settings(self, config: DataConfig) -> DataConfig:
+        """`config` with the corpus' own cleaning settings."""
+        return dataclasses.replace(config, **self.clean)
+
+
+def _clean(value: object, where: str) -> dict:
+    """A corpus' `clean` mapping, checked as `data` settings are (types, ranges), of `FILTER_KEYS` only."""
+    if not isinstance(value, dict):
+        raise NmtkitError(f"{where} clean: expected a mapping of cleaning settings, e.g. {{langid: false}}")
+    for key in value:
+        if key not in FILTER_KEYS:
+            raise NmtkitError(f"{where} clean: unknown key {key!r}; a corpus may set {', '.join(FILTER_KEYS)}")
+    checked = from_dict(DataConfig, value, f"{where} clean.")
+    return {key: getattr(checked, key) for key in value}
 
 
 def _files(value: object, where: str, base: Path) -> SplitFiles:
@@ -90,7 +111,8 @@ def _corpus(entry: object, where: str, base: Path) -> Corpus:
     splits = {"train": _train_files(entry, where, base)}
     splits |= {split: _files(entry[split], f"{where} {split}", base) for split in ("dev", "test") if split in entry}
     tag = check_tag(entry["tag"], where) if "tag" in entry else None
-    return Corpus(name, splits, *(langs or (None, None)), tag)
+    clean = _clean(entry["clean"], where) if "clean" in entry else {}
+    return Corpus(name, splits, *(langs or (None, None)), tag, clean)
 
 
 def read_corpora(path: Path) -> list[Corpus]:

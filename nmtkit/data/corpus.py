@@ -1,4 +1,4 @@
-"""Read, validate and clean parallel text.
+"""Read and validate parallel text, and measure its lengths (cleaning it: `nmtkit.data.clean`).
 
 Validation errors name the file and the line, so a user can fix the input without reading a traceback.
 """
@@ -6,19 +6,14 @@ Validation errors name the file and the line, so a user can fix the input withou
 from __future__ import annotations
 
 import gzip
-import hashlib
-import itertools
 import math
 import re
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
-from nmtkit.config import MAX_LINE_BYTES, DataConfig
+from nmtkit.config import MAX_LINE_BYTES
 from nmtkit.data.lines import bounded_lines
 from nmtkit.errors import NmtkitError
 
@@ -95,7 +90,6 @@ UNSPACED = "\u0e00-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3
            "\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
 LENGTH_UNITS = re.compile(f"[{UNSPACED}]|[^\\s{UNSPACED}]+")
 RATIO_BINS = 0.01  # width of the histogram bins of log length ratios: the median is known to 1%
-WARN_SHARE = 0.03  # a filter that removes more than this share of the pairs read is reported as a warning
 
 
 def length_units(line: str) -> int:
@@ -121,107 +115,3 @@ def median_length_ratio(pairs: Iterable[tuple[str, str]]) -> float:
         if seen >= half:
             return math.exp(bin_index * RATIO_BINS)
     return 1.0
-
-
-@dataclass
-class FilterStats:
-    """How many training pairs each filter removed; written to manifest.json."""
-
-    read: int = 0
-    kept: int = 0
-    removed: Counter = field(default_factory=Counter)
-    median_ratio: float = 1.0
-
-    def warnings(self) -> list[str]:
-        """One line for each filter that removed more than a few percent of the pairs read."""
-        return [f"{reason} removed {count} of {self.read} training pairs ({100 * count / self.read:.1f}%)"
-                for reason, count in sorted(self.removed.items()) if self.read and count > WARN_SHARE * self.read]
-
-    def as_dict(self) -> dict:
-        return {"read": self.read, "kept": self.kept, "removed": dict(self.removed),
-                "median_length_ratio": round(self.median_ratio, 4), "warnings": self.warnings()}
-
-
-def _reject_reason(src: str, tgt: str, config: DataConfig, median_ratio: float) -> str | None:
-    if not src.strip() or not tgt.strip():
-        return "empty"
-    src_units, tgt_units = length_units(src), length_units(tgt)
-    if min(src_units, tgt_units) < config.min_words:
-        return "too_short"
-    if max(src_units, tgt_units) > config.max_words:
-        return "too_long"
-    ratio = src_units / max(tgt_units, 1) / median_ratio
-    if config.max_ratio > 0 and max(ratio, 1 / max(ratio, 1e-9)) > config.max_ratio:
-        return "length_ratio"
-    return None
-
-
-DEDUP_BLOCK = 4096  # pairs looked up in the duplicate set at once: numpy's per-call cost spreads over the block
-
-
-def pair_digest(src: str, tgt: str) -> bytes:
-    """64 bits of BLAKE2b over the pair; the source's length in bytes comes first, so no two pairs give the same
-    text to hash (a separator such as a tab could itself be in a line)."""
-    src_bytes = src.encode()
-    return hashlib.blake2b(len(src_bytes).to_bytes(8, "little") + src_bytes + tgt.encode(), digest_size=8).digest()
-
-
-class DigestSet:
-    """64-bit digests in sorted numpy runs, 8 bytes each (a Python set of ints takes ~75 bytes an entry: 5M pairs
-    were 383 MB). Runs merge as in a log-structured merge tree, where a run is merged with the one before it while
-    that one is no larger, so the runs number O(log n) and each lookup is a binary search in each run."""
-
-    def __init__(self):
-        self.runs: list[np.ndarray] = []
-
-    def __len__(self) -> int:
-        return sum(len(run) for run in self.runs)
-
-    @property
-    def nbytes(self) -> int:
-        return sum(run.nbytes for run in self.runs)
-
-    def add(self, digests: list[bytes]) -> np.ndarray:
-        """Add a block of 8-byte digests; True for each one seen before, earlier in the block included."""
-        block = np.frombuffer(b"".join(digests), dtype=np.uint64)
-        unique, first, inverse = np.unique(block, return_index=True, return_inverse=True)
-        known = self._contains(unique)
-        later = np.ones(len(block), dtype=bool)  # not the first occurrence within the block
-        later[first] = False
-        self._insert(unique[~known])
-        return known[inverse] | later
-
-    def _contains(self, values: np.ndarray) -> np.ndarray:
-        found = np.zeros(len(values), dtype=bool)
-        for run in self.runs:
-            found |= run[np.minimum(np.searchsorted(run, values), len(run) - 1)] == values
-        return found
-
-    def _insert(self, values: np.ndarray) -> None:
-        if len(values):
-            self.runs.append(values)
-        while len(self.runs) > 1 and len(self.runs[-2]) <= len(self.runs[-1]):
-            merged = np.concatenate(self.runs[-2:])
-            merged.sort()  # in place (timsort would merge in linear time but with a buffer of half the array)
-            self.runs[-2:] = [merged]
-
-
-def filter_pairs(pairs: Iterable[tuple[str, str]], config: DataConfig, stats: FilterStats) -> Iterator[tuple[str, str]]:
-    """Drop empty, too short/long, badly proportioned (against `stats.median_ratio`) and duplicate pairs, reading
-    `DEDUP_BLOCK` pairs at a time; `stats` counts them. The text of a kept pair is not changed. Duplicates are found
-    by a 64-bit digest per pair (`pair_digest`, 8 bytes of memory a pair), not by keeping the text."""
-    seen, pairs = DigestSet(), iter(pairs)
-    while block := list(itertools.islice(pairs, DEDUP_BLOCK)):
-        reasons = [_reject_reason(src, tgt, config, stats.median_ratio) for src, tgt in block]
-        if config.dedup:
-            candidates = [index for index, reason in enumerate(reasons) if reason is None]
-            repeated = seen.add([pair_digest(*block[index]) for index in candidates])
-            for index in itertools.compress(candidates, repeated):
-                reasons[index] = "duplicate"
-        for pair, reason in zip(block, reasons):
-            stats.read += 1
-            if reason:
-                stats.removed[reason] += 1
-                continue
-            stats.kept += 1
-            yield pair

@@ -5,13 +5,15 @@ runs carries a record that proves it is the command's own before anything in it 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TextIO
 
 from nmtkit.errors import NmtkitError
 
@@ -98,3 +100,25 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 def write_json_atomic(path: Path, record: dict) -> None:
     write_atomic(path, (json.dumps(record, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+
+
+@contextlib.contextmanager
+def open_atomic(path: Path) -> Iterator[TextIO]:
+    """A text file (UTF-8) written as `write_atomic` writes bytes, for output too large to hold: a temporary file
+    beside `path`, synced and renamed over it when the block exits without an error, removed when it raises. A path
+    that cannot be written (no such directory, a directory itself) is a one-line error before the block runs."""
+    if path.is_dir():
+        raise NmtkitError(f"cannot write {path}: it is a directory")
+    try:
+        handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as error:
+        raise NmtkitError(f"cannot write {path}: {error.strerror}") from error
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as tmp:
+            yield tmp
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise

@@ -16,7 +16,8 @@ from typing import TextIO
 import numpy as np
 
 from nmtkit.config import MAX_LINE_BYTES, DataConfig
-from nmtkit.data.corpus import FilterStats, filter_pairs, iter_lines, iter_parallel, iter_tsv, median_length_ratio
+from nmtkit.data.clean import Cleaner, FilterStats, RemovedPairs, filter_pairs, removed_pairs
+from nmtkit.data.corpus import iter_lines, iter_parallel, iter_tsv, median_length_ratio
 from nmtkit.data.dataset import TokenWriter
 from nmtkit.data.lines import read_small
 from nmtkit.data.staging import staged_output
@@ -26,6 +27,7 @@ from nmtkit.placeholders import PairMasking, Patterns, load_patterns, mask_pair,
 
 log = logging.getLogger(__name__)
 SPLITS = ("train", "dev", "test")
+UNNAMED = ("src", "tgt")  # the languages of a pair when --src-lang/--tgt-lang and the files' suffixes give none
 
 
 CHUNK = 100_000  # lines encoded at once: memory is bounded by the chunk, not the corpus
@@ -61,6 +63,11 @@ class SplitFiles:
     def capped(self, config: DataConfig) -> SplitFiles:
         """These files, read with `config.max_line_bytes`."""
         return dataclasses.replace(self, max_line_bytes=config.max_line_bytes)
+
+    def inputs(self) -> list[tuple[str, Path | None]]:
+        """(option, path) of each file given, for `refuse_onto_inputs`."""
+        return [(f"--{self.name}-{kind}", path) for kind, path in (("src", self.src), ("tgt", self.tgt),
+                                                                    ("tsv", self.tsv))]
 
     def check(self) -> int:
         """Read the files through once, before any work: their errors surface now; returns the number of pairs."""
@@ -266,14 +273,23 @@ def check_and_measure(splits: dict[str, SplitFiles]) -> FilterStats:
     return stats
 
 
+def given_languages(langs: tuple[str, str]) -> tuple[str | None, str | None]:
+    """`langs` with None for a side whose language was not given (`UNNAMED`)."""
+    return tuple(None if lang == unnamed else lang for lang, unnamed in zip(langs, UNNAMED))
+
+
 def report_filters(what: str, stats: FilterStats) -> None:
     log.info("%s: kept %d of %d pairs (%s removed)", what, stats.kept, stats.read, dict(stats.removed) or "none")
+    if stats.unjudged:
+        log.info("%s: sides language identification could not judge (kept): %s", what, dict(stats.unjudged))
+    for note in stats.notes:
+        log.info("%s: %s", what, note)
     for warning in stats.warnings():
-        log.warning("%s: %s; see data.min_words, max_words, max_ratio and dedup", what, warning)
+        log.warning("%s: %s", what, warning)
 
 
 def prepare_data(splits: dict[str, SplitFiles], out: Path, config: DataConfig,
-                 langs: tuple[str, str] = ("src", "tgt"), overwrite: bool = False,
+                 langs: tuple[str, str] = UNNAMED, overwrite: bool = False,
                  subwords: tuple[Subword, Subword] | None = None) -> dict:
     """Validate, clean and binarize `splits` (train required) into `out`; returns the manifest.
 
@@ -283,24 +299,29 @@ def prepare_data(splits: dict[str, SplitFiles], out: Path, config: DataConfig,
     duplicate digests, 16 while two of the digest arrays merge). `subwords` reuses existing subword models instead
     of training new ones. Everything is written to a staging directory and replaces the prepared files of `out`
     only once complete (`nmtkit.data.staging`), so the inputs may be files of `out`, and a failed prepare leaves
-    `out` as it was."""
+    `out` as it was; so does `data.removed_file` (the pairs the filters removed), which replaces a file of that
+    name only once the data directory is complete."""
     if "train" not in splits:
         raise NmtkitError("prepare needs training data (--train-src/--train-tgt or --train-tsv)")
     if subwords is None:
         check_room(config, config.vocab_size, (), TrainingMasking.of(config).symbols)
+    cleaner = Cleaner(config, given_languages(langs))
     splits = {name: files.capped(config) for name, files in splits.items()}
-    with staged_output(out, overwrite) as staging:
-        return _write_data(splits, staging, config, langs, subwords)
+    inputs = [item for files in splits.values() for item in files.inputs()]
+    with removed_pairs(config, inputs, out) as removed, staged_output(out, overwrite) as staging:
+        return _write_data(splits, staging, cleaner, langs, subwords, removed)
 
 
-def _write_data(splits: dict[str, SplitFiles], out: Path, config: DataConfig, langs: tuple[str, str],
-                subwords: tuple[Subword, Subword] | None) -> dict:
+def _write_data(splits: dict[str, SplitFiles], out: Path, cleaner: Cleaner, langs: tuple[str, str],
+                subwords: tuple[Subword, Subword] | None, removed: RemovedPairs | None) -> dict:
+    config = cleaner.config
     masking = TrainingMasking.of(config)
     if subwords is not None:
         masking.check_vocabulary(subwords)
     stats = check_and_measure(splits)
     with masking.unmasked(out, learn=subwords is None) as originals:
-        kept = write_text("train", masking.pairs(filter_pairs(splits["train"].pairs(), config, stats), originals), out)
+        kept = write_text("train", masking.pairs(filter_pairs(splits["train"].pairs(), cleaner, stats, removed),
+                                                 originals), out)
     report_filters("train", stats)
     if not kept:
         raise NmtkitError("no training pairs are left after filtering; check the input and the filter settings")

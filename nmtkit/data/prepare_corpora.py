@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from nmtkit.config import DataConfig
+from nmtkit.data.clean import Cleaner, FilterStats, RemovedPairs, filter_pairs, removed_pairs
 from nmtkit.data.corpora import Corpus
-from nmtkit.data.corpus import FilterStats, filter_pairs
 from nmtkit.data.multilingual import tag
 from nmtkit.data.prepare import (
     SPLITS,
@@ -34,6 +34,7 @@ from nmtkit.data.prepare import (
     TrainingMasking,
     binarize,
     check_and_measure,
+    given_languages,
     keep_subwords,
     report_filters,
     subword_sample,
@@ -70,10 +71,31 @@ def prepare_corpora(corpora: list[Corpus], out: Path, config: DataConfig, langs:
     else:
         check_room(config, config.vocab_size, [symbol for symbol, _ in _tags(corpora)],
                    TrainingMasking.of(config).symbols)
+    cleaners = [_cleaner(corpus, config, langs) for corpus in corpora]
     corpora = [dataclasses.replace(corpus, splits={name: files.capped(config) for name, files in corpus.splits.items()})
                for corpus in corpora]
-    with staged_output(out, overwrite) as staging:
-        return _write_corpora(corpora, staging, config, langs, subwords)
+    inputs = [item for corpus in corpora for files in corpus.splits.values() for item in files.inputs()]
+    with removed_pairs(config, inputs, out) as removed, staged_output(out, overwrite) as staging:
+        return _write_corpora(corpora, staging, config, langs, subwords, Filtering(cleaners, removed))
+
+
+@dataclasses.dataclass
+class Filtering:
+    """How each corpus' training pairs are cleaned (its own settings and languages), and where removed pairs go."""
+
+    cleaners: list[Cleaner]
+    removed: RemovedPairs | None
+
+    def pairs(self, index: int, corpus: Corpus, stats: FilterStats) -> Iterator[tuple[str, str]]:
+        removed = self.removed.labelled(corpus.name) if self.removed is not None else None
+        return filter_pairs(corpus.splits["train"].pairs(), self.cleaners[index], stats, removed)
+
+
+def _cleaner(corpus: Corpus, config: DataConfig, langs: tuple[str, str]) -> Cleaner:
+    """The filters of a corpus: its settings (`clean`) over the command's, its languages or the command's."""
+    with naming(corpus):
+        corpus_langs = (corpus.src_lang, corpus.tgt_lang) if corpus.src_lang is not None else given_languages(langs)
+        return Cleaner(corpus.settings(config), corpus_langs)
 
 
 def _tags(corpora: list[Corpus]) -> list[tuple[str, Corpus]]:
@@ -96,7 +118,7 @@ def _check_tags(corpora: list[Corpus], subword: Subword) -> None:
                               "the vocabulary of a model trained with that tag, or prepare without --subword-model")
 
 
-def _write_split(name: str, corpora: list[Corpus], config: DataConfig, stats: list[FilterStats],
+def _write_split(name: str, corpora: list[Corpus], filtering: Filtering, stats: list[FilterStats],
                  out: Path, masking: TrainingMasking, learn: bool) -> list[int]:
     """`{name}.{src,tgt}.txt`: every corpus' lines in turn (train filtered and masked; unmasked too when a subword
     model is to be `learn`t), streamed; the lines of each corpus."""
@@ -104,10 +126,10 @@ def _write_split(name: str, corpora: list[Corpus], config: DataConfig, stats: li
     with open(out / f"{name}.src.txt", "w", encoding="utf-8") as src, \
             open(out / f"{name}.tgt.txt", "w", encoding="utf-8") as tgt, \
             masking.unmasked(out, learn and name == "train") as originals:
-        for corpus, corpus_stats in zip(corpora, stats):
+        for index, (corpus, corpus_stats) in enumerate(zip(corpora, stats)):
             with naming(corpus):
                 if name == "train":
-                    pairs = masking.pairs(filter_pairs(corpus.splits[name].pairs(), config, corpus_stats), originals)
+                    pairs = masking.pairs(filtering.pairs(index, corpus, corpus_stats), originals)
                 else:
                     pairs = corpus.splits[name].pairs() if name in corpus.splits else iter(())
                 counts.append(write_pairs(pairs, src, tgt))
@@ -120,11 +142,12 @@ def _measure(corpus: Corpus) -> FilterStats:
 
 
 def _write_corpora(corpora: list[Corpus], out: Path, config: DataConfig, langs: tuple[str, str],
-                   subwords: tuple[Subword, Subword] | None) -> dict:
+                   subwords: tuple[Subword, Subword] | None, filtering: Filtering) -> dict:
     masking = TrainingMasking.of(config)
     stats = [_measure(corpus) for corpus in corpora]
     split_names = [name for name in SPLITS if any(name in corpus.splits for corpus in corpora)]
-    counts = {name: _write_split(name, corpora, config, stats, out, masking, subwords is None) for name in split_names}
+    counts = {name: _write_split(name, corpora, filtering, stats, out, masking, subwords is None)
+              for name in split_names}
     for corpus, corpus_stats in zip(corpora, stats):
         report_filters(f"train {corpus.name}", corpus_stats)
         if not corpus_stats.kept:
@@ -180,7 +203,9 @@ def _save_line_pairs(out: Path, name: str, corpora: list[Corpus], line_corpus: n
 
 def _total(stats: list[FilterStats]) -> dict:
     total = FilterStats(read=sum(item.read for item in stats), kept=sum(item.kept for item in stats),
-                        removed=sum((item.removed for item in stats), FilterStats().removed))
+                        removed=sum((item.removed for item in stats), FilterStats().removed),
+                        unjudged=sum((item.unjudged for item in stats), FilterStats().unjudged),
+                        notes=list(dict.fromkeys(note for item in stats for note in item.notes)))
     return {**total.as_dict(), "median_length_ratio": None}
 
 
@@ -191,7 +216,7 @@ def _manifest(corpora: list[Corpus], config: DataConfig, models: tuple[Subword, 
     entries = [{"name": corpus.name, "src_lang": corpus.src_lang, "tgt_lang": corpus.tgt_lang, "tag": corpus.tag,
                 "train": {"start": int(starts[index]), "count": counts["train"][index]},
                 "sentences": {name: split_counts[index] for name, split_counts in counts.items()},
-                "filter": stats[index].as_dict()} for index, corpus in enumerate(corpora)]
+                "filter": stats[index].as_dict(), "clean": corpus.clean} for index, corpus in enumerate(corpora)]
     manifest = {"format": 1, "src_lang": langs[0], "tgt_lang": langs[1], "data": asdict(config),
                 "vocab": {"src": models[0].vocab_size, "tgt": models[1].vocab_size},
                 "subword": {"src": models[0].settings, "tgt": models[1].settings},
