@@ -316,6 +316,11 @@ def test_filters_and_thresholds_from_the_command_line_and_the_manifest_counts(tm
     off = nmtkit(*prepare_args(src, tgt, tmp_path / "e", "langid=false", "script_share=0"))
     assert off.exit_code == 0, off.stderr
     assert json.loads((tmp_path / "e" / "manifest.json").read_text())["filter"]["removed"] == {}
+    lenient = nmtkit(*prepare_args(src, tgt, tmp_path / "f", "data.langid_min_letters=100", "data.script_share=0.9"))
+    assert lenient.exit_code == 0, lenient.stderr
+    assert json.loads((tmp_path / "f" / "manifest.json").read_text())["filter"]["removed"] == {"script_tgt": 1}
+    assert_error(nmtkit(*prepare_args(src, tgt, tmp_path / "g", "data.langid_threshold=2")),
+                 "data.langid_threshold", "must be in [0.0, 1.0]")
 
 
 def test_without_languages_the_language_filters_leave_the_pairs_alone_and_say_so(tmp_path):

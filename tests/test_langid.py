@@ -88,3 +88,21 @@ def test_without_the_package_langid_is_a_one_line_error(monkeypatch):
     finally:
         monkeypatch.undo()
         langid.load_model.cache_clear()
+
+
+def test_the_model_loads_and_judges_with_no_network(monkeypatch):
+    """Nothing is downloaded: with every socket refused, the model loads from the installed package and judges."""
+    import socket
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("language identification opened a network connection")
+
+    monkeypatch.setattr(socket, "socket", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    langid.load_model.cache_clear()
+    langid.known_languages.cache_clear()
+    try:
+        assert judge("de").verdict(SENTENCES["de"]) is None and judge("de").verdict(SENTENCES["en"]) == OTHER
+    finally:
+        langid.load_model.cache_clear()
+        langid.known_languages.cache_clear()
