@@ -123,7 +123,7 @@ def read_corpora(path: Path) -> list[Corpus]:
         raise NmtkitError(f"{path} is not valid YAML: {str(error).splitlines()[0]}") from error
     if not isinstance(entries, list) or not entries:
         raise NmtkitError(f"{path} must hold a list of corpora or a list of language pairs, each a mapping of "
-                          "name, training files (src and tgt, or tsv), dev, test, src_lang, tgt_lang, tag")
+                          "name, training files (src and tgt, or tsv), dev, test, src_lang, tgt_lang, tag, clean")
     corpora = [_corpus(entry, f"{path}: corpus {index}", path.parent) for index, entry in enumerate(entries, 1)]
     seen: set[str] = set()
     for corpus in corpora:
