@@ -346,6 +346,14 @@ def test_the_removed_pairs_file_is_refused_onto_an_input_or_a_prepared_file(tmp_
     assert not out.exists()
 
 
+def test_the_removed_pairs_file_may_be_in_a_new_data_directory(tmp_path):
+    src, tgt = write_corpus(tmp_path, GOOD + BAD)
+    out = tmp_path / "new" / "data"
+    result = nmtkit(*prepare_args(src, tgt, out, f"removed_file={out / 'removed.tsv'}"))
+    assert result.exit_code == 0, result.stderr
+    assert len((out / "removed.tsv").read_text(encoding="utf-8").splitlines()) == 2  # langid_tgt, script_tgt
+
+
 def test_a_failed_prepare_leaves_the_removed_pairs_file_as_it_was(tmp_path):
     src, tgt = write_corpus(tmp_path, BAD)
     removed = tmp_path / "removed.tsv"

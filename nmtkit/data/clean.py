@@ -215,20 +215,25 @@ class RemovedPairs:
         return RemovedPairs(self.file, f"{name}:")
 
 
-@contextlib.contextmanager
-def removed_pairs(config: DataConfig, inputs: list[tuple[str, Path | None]],
-                  out: Path) -> Iterator[RemovedPairs | None]:
-    """The removed-pairs file of `config` (None when not asked for), refused when it is one of `inputs` or a file
-    prepare writes in the data directory `out`, written whole or not at all: it replaces any file of that name only
-    once the block exits without an error."""
+def check_removed_file(config: DataConfig, inputs: list[tuple[str, Path | None]], out: Path) -> None:
+    """A one-line error, before any work, when `data.removed_file` is one of `inputs` or a file prepare writes in
+    the data directory `out`."""
     if not config.removed_file:
-        yield None
         return
     path = Path(config.removed_file)
     refuse_onto_inputs([("data.removed_file", path)], inputs)
     if PREPARED.fullmatch(path.name) and path.parent.resolve() == out.resolve():
         raise NmtkitError(f"data.removed_file {path} is a file prepare writes in --out {out}; give another name")
-    with open_atomic(path) as file:
+
+
+@contextlib.contextmanager
+def removed_pairs(config: DataConfig) -> Iterator[RemovedPairs | None]:
+    """The removed-pairs file of `config` (None when not asked for; `check_removed_file` first), written whole or
+    not at all: it replaces any file of that name only once the block exits without an error."""
+    if not config.removed_file:
+        yield None
+        return
+    with open_atomic(Path(config.removed_file)) as file:
         yield RemovedPairs(file)
 
 

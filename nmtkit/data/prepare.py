@@ -16,7 +16,14 @@ from typing import TextIO
 import numpy as np
 
 from nmtkit.config import MAX_LINE_BYTES, DataConfig
-from nmtkit.data.clean import Cleaner, FilterStats, RemovedPairs, filter_pairs, removed_pairs
+from nmtkit.data.clean import (
+    Cleaner,
+    FilterStats,
+    RemovedPairs,
+    check_removed_file,
+    filter_pairs,
+    removed_pairs,
+)
 from nmtkit.data.corpus import iter_lines, iter_parallel, iter_tsv, median_length_ratio
 from nmtkit.data.dataset import TokenWriter
 from nmtkit.data.lines import read_small
@@ -300,7 +307,7 @@ def prepare_data(splits: dict[str, SplitFiles], out: Path, config: DataConfig,
     of training new ones. Everything is written to a staging directory and replaces the prepared files of `out`
     only once complete (`nmtkit.data.staging`), so the inputs may be files of `out`, and a failed prepare leaves
     `out` as it was; so does `data.removed_file` (the pairs the filters removed), which replaces a file of that
-    name only once the data directory is complete."""
+    name only once the data directory is written (it may be in `out`, even an `out` made for it)."""
     if "train" not in splits:
         raise NmtkitError("prepare needs training data (--train-src/--train-tgt or --train-tsv)")
     if subwords is None:
@@ -308,7 +315,8 @@ def prepare_data(splits: dict[str, SplitFiles], out: Path, config: DataConfig,
     cleaner = Cleaner(config, given_languages(langs))
     splits = {name: files.capped(config) for name, files in splits.items()}
     inputs = [item for files in splits.values() for item in files.inputs()]
-    with removed_pairs(config, inputs, out) as removed, staged_output(out, overwrite) as staging:
+    check_removed_file(config, inputs, out)
+    with staged_output(out, overwrite) as staging, removed_pairs(config) as removed:
         return _write_data(splits, staging, cleaner, langs, subwords, removed)
 
 

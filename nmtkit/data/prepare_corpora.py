@@ -25,7 +25,14 @@ from pathlib import Path
 import numpy as np
 
 from nmtkit.config import DataConfig
-from nmtkit.data.clean import Cleaner, FilterStats, RemovedPairs, filter_pairs, removed_pairs
+from nmtkit.data.clean import (
+    Cleaner,
+    FilterStats,
+    RemovedPairs,
+    check_removed_file,
+    filter_pairs,
+    removed_pairs,
+)
 from nmtkit.data.corpora import Corpus
 from nmtkit.data.multilingual import tag
 from nmtkit.data.prepare import (
@@ -75,7 +82,8 @@ def prepare_corpora(corpora: list[Corpus], out: Path, config: DataConfig, langs:
     corpora = [dataclasses.replace(corpus, splits={name: files.capped(config) for name, files in corpus.splits.items()})
                for corpus in corpora]
     inputs = [item for corpus in corpora for files in corpus.splits.values() for item in files.inputs()]
-    with removed_pairs(config, inputs, out) as removed, staged_output(out, overwrite) as staging:
+    check_removed_file(config, inputs, out)
+    with staged_output(out, overwrite) as staging, removed_pairs(config) as removed:
         return _write_corpora(corpora, staging, config, langs, subwords, Filtering(cleaners, removed))
 
 
