@@ -5,8 +5,6 @@ Annotations are not postponed (`from __future__ import annotations`): typer woul
 every start.
 """
 
-import contextlib
-import functools
 import json
 import logging
 import os
@@ -17,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from nmtkit.cli_options import ConfigValues, config_options
+from nmtkit.cli_options import ConfigValues, CurrentStderrHandler, config_options, handle_errors, show_tracebacks
 from nmtkit.config import LINE_CAP_HELP, MAX_LINE_BYTES, DataConfig, DecodeConfig, TrainConfig, help_for
 from nmtkit.config_values import parse_duration
 from nmtkit.data.distilled_config import DistillFilterConfig
@@ -31,56 +29,11 @@ from nmtkit.version import __version__
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="nmtkit: neural machine translation from the command line.")
 log = logging.getLogger("nmtkit")
-_debug = False
 
 Files = Annotated[Path | None, typer.Option(dir_okay=False)]
 Overrides = Annotated[list[str] | None, typer.Option("--set", help="override a config key: section.key=value")]
 INTER_THREADS_HELP = ("an exported model (CTranslate2): search N batches at once, each with threads/N threads and "
                       "batch_tokens/N tokens; 0: one batch a thread on a CPU, one at a time on a GPU")
-
-
-def handle_errors(command):
-    """Report NmtkitError (and a closed stdout) in one line instead of a traceback."""
-
-    @functools.wraps(command)
-    def wrapper(*args, **kwargs):
-        try:
-            return command(*args, **kwargs)
-        except NmtkitError as error:
-            if _debug:
-                raise
-            print(f"error: {error}", file=sys.stderr)
-            raise typer.Exit(1) from None
-        except BrokenPipeError:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            raise typer.Exit(0) from None
-        except OSError as error:  # e.g. a full disk under stdout: the system's reason, in one line
-            if _debug:
-                raise
-            print(f"error: {error.strerror or error} ({error.filename or 'standard output'})",
-                  file=sys.stderr)
-            with contextlib.suppress(OSError, ValueError):  # stdout without a descriptor (in-process runs)
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when it closes
-            raise typer.Exit(1) from None
-        except KeyboardInterrupt:
-            print("error: interrupted", file=sys.stderr)
-            raise typer.Exit(130) from None
-
-    return wrapper
-
-
-class CurrentStderrHandler(logging.StreamHandler):
-    """Writes each record to sys.stderr as it is then, not as it was when the command started: a command run
-    in-process (tests, a notebook) may be given a sys.stderr that is closed when it returns, and records logged
-    after that must not go to the closed stream."""
-
-    @property
-    def stream(self):
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, _stream) -> None:
-        pass  # StreamHandler assigns a stream in __init__ and setStream; this handler has none of its own
 
 
 @app.callback()
@@ -89,11 +42,10 @@ def main(
     debug: Annotated[bool, typer.Option("--debug", help="show tracebacks and debug logs")] = False,
     version: Annotated[bool, typer.Option("--version", help="print the version and exit")] = False,
 ) -> None:
-    global _debug
     if version:
         print(__version__)
         raise typer.Exit(0)
-    _debug = debug
+    show_tracebacks(debug)
     handler = CurrentStderrHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s | %(levelname)s | %(message)s", "%H:%M:%S"))
     log.handlers[:] = [handler]

@@ -1,21 +1,34 @@
 """Command-line options made from a config dataclass: each field's name, default and help text (declared once, with
-`nmtkit.config.option`) become the option `--field-name`, so a new config field gets its flag with no CLI edit.
+`nmtkit.config.option`) become the option `--field-name`, so a new config field gets its flag with no CLI edit; and
+how every command reports a user's error (`handle_errors`: one line, no traceback unless `--debug`).
 
 Typer reads a command's options from its function's signature. `config_options` rewrites that signature: one
 placeholder parameter of the command becomes one option per field, and the command receives the values back as a
 dict under the placeholder's name, from which it builds the config (as from YAML or `--set`).
 """
 
+import contextlib
 import dataclasses
 import functools
 import inspect
+import logging
+import os
+import sys
 import typing
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import typer
 
+from nmtkit.errors import NmtkitError
+
 ConfigValues = dict[str, Any]  # the type of a placeholder parameter: field name -> value from the command line
+_tracebacks = {"shown": False}  # nmtkit --debug
+
+
+def show_tracebacks(shown: bool) -> None:
+    """`--debug`: errors go up as tracebacks instead of one line (`handle_errors`)."""
+    _tracebacks["shown"] = shown
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,3 +112,47 @@ def config_options(placeholder: str, cls: type, only: tuple[str, ...] = (), skip
         return with_config_values
 
     return decorate
+
+
+def handle_errors(command):
+    """Report NmtkitError (and a closed stdout) in one line instead of a traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except NmtkitError as error:
+            if _tracebacks["shown"]:
+                raise
+            print(f"error: {error}", file=sys.stderr)
+            raise typer.Exit(1) from None
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(0) from None
+        except OSError as error:  # e.g. a full disk under stdout: the system's reason, in one line
+            if _tracebacks["shown"]:
+                raise
+            print(f"error: {error.strerror or error} ({error.filename or 'standard output'})",
+                  file=sys.stderr)
+            with contextlib.suppress(OSError, ValueError):  # stdout without a descriptor (in-process runs)
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when it closes
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            print("error: interrupted", file=sys.stderr)
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
+class CurrentStderrHandler(logging.StreamHandler):
+    """Writes each record to sys.stderr as it is then, not as it was when the command started: a command run
+    in-process (tests, a notebook) may be given a sys.stderr that is closed when it returns, and records logged
+    after that must not go to the closed stream."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _stream) -> None:
+        pass  # StreamHandler assigns a stream in __init__ and setStream; this handler has none of its own
