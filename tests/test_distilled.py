@@ -8,7 +8,6 @@ import os
 import pytest
 from cli_runner import assert_error, nmtkit
 
-import nmtkit.data.distilled as distilled
 from nmtkit.data.distilled import filter_distilled
 from nmtkit.data.distilled_config import DistillFilterConfig
 from nmtkit.errors import NmtkitError
@@ -145,7 +144,7 @@ def test_a_full_disk_is_one_line_and_the_previous_outputs_stay(tmp_path, monkeyp
         os.close(handle)
         return open("/dev/full", *args, **kwargs)
 
-    monkeypatch.setattr(distilled.os, "fdopen", full_disk)
+    monkeypatch.setattr(os, "fdopen", full_disk)  # every temporary file of nmtkit.data.files.replacing
     assert_error(nmtkit(*distill_args(src, hyp, tmp_path / "a", tmp_path / "b")), "cannot write", "/a",
                  "No space left on device", "kept")
     assert (tmp_path / "a").read_text() == "a from before\n" and (tmp_path / "b").read_text() == "b from before\n"

@@ -51,10 +51,20 @@ def test_write_atomic_leaves_the_old_file_when_the_write_fails(source, monkeypat
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "fsync", full_disk)
-    with pytest.raises(OSError, match="No space"):
+    with pytest.raises(NmtkitError, match="No space"):
         write_atomic(source, b"new\n")
     assert source.read_bytes() == b"the input\n"
     assert [path.name for path in source.parent.iterdir()] == ["in.txt"]  # no temporary file left behind
+
+
+def test_a_file_written_whole_gets_a_new_files_permissions(tmp_path):
+    """A temporary file is made 0o600; what replaces an output is readable as any file the user makes."""
+    old = os.umask(0o022)
+    try:
+        write_atomic(tmp_path / "out.txt", b"x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "out.txt").stat().st_mode & 0o777 == 0o644
 
 
 def test_digests(source, tmp_path):

@@ -19,6 +19,7 @@ from pair_models import SOURCES, TARGETS, save_model, subword
 
 from nmtkit.checkpoint import LoadedModel
 from nmtkit.data.dataset import encode_sources
+from nmtkit.data.files import replacing
 from nmtkit.data.subword import BOS, EOS
 from nmtkit.ensemble import load_models
 from nmtkit.errors import NmtkitError
@@ -26,7 +27,6 @@ from nmtkit.models.base import EncoderDecoder
 from nmtkit.run_config import build_config
 from nmtkit.scoring.command import PairFiles, Scores, copy_pairs, score_lines
 from nmtkit.scoring.entropy import Direction, score_chunk, token_entropies
-from nmtkit.scoring.outputs import replacing
 from nmtkit.scoring.selection import (
     EMPTY,
     KEEP_SHARE,

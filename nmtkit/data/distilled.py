@@ -10,22 +10,17 @@ under the default length penalty (`average`); under another one it is that penal
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import math
-import os
-import tempfile
 from array import array
-from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
 
 import numpy as np
 
 from nmtkit.data.corpus import iter_parallel, length_units
 from nmtkit.data.distilled_config import DistillFilterConfig
-from nmtkit.data.files import overlaps, refuse_onto_inputs, write_atomic
+from nmtkit.data.files import overlaps, refuse_onto_inputs, replacing_text, write_atomic
 from nmtkit.errors import NmtkitError
 
 log = logging.getLogger(__name__)
@@ -88,39 +83,6 @@ def check_paths(src_path: Path, hyp_path: Path, out_src: Path, out_tgt: Path, re
                 raise NmtkitError(f"{flag} and {other_flag} name the same file {path}; give each its own")
 
 
-@contextlib.contextmanager
-def replacing(*paths: Path) -> Iterator[list[TextIO]]:
-    """Temporary files beside `paths` to write; once the block succeeds and every one is synced, they replace
-    `paths`, and when anything fails they are deleted: no output is left half written, or written without the
-    other (a full disk, a bad line found late)."""
-    made: list[tuple[str, TextIO]] = []
-    try:
-        for path in paths:
-            handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-            made.append((tmp_name, os.fdopen(handle, "w", encoding="utf-8", newline="\n")))
-        yield [file for _, file in made]
-        for _, file in made:
-            file.flush()
-            os.fsync(file.fileno())
-            file.close()
-        for (tmp_name, _), path in zip(made, paths):
-            os.replace(tmp_name, path)
-    except OSError as error:
-        _discard(made)
-        raise NmtkitError(f"cannot write {error.filename or ' and '.join(map(str, paths))}: "
-                          f"{error.strerror or error}; the files there are kept as they were") from error
-    except BaseException:
-        _discard(made)
-        raise
-
-
-def _discard(made: list[tuple[str, TextIO]]) -> None:
-    for tmp_name, file in made:
-        with contextlib.suppress(OSError):
-            file.close()
-        Path(tmp_name).unlink(missing_ok=True)
-
-
 def filter_distilled(src_path: Path, hyp_path: Path, out_src: Path, out_tgt: Path, config: DistillFilterConfig,
                      report: Path | None = None) -> dict:
     """Write the kept pairs of a source file and its teacher's scored translations (`translate --scores`) to
@@ -131,7 +93,7 @@ def filter_distilled(src_path: Path, hyp_path: Path, out_src: Path, out_tgt: Pat
     src_units, hyp_units, scores = measure(src_path, hyp_path, config.max_line_bytes)
     reasons, stats = removal_reasons(src_units, hyp_units, scores, config)
     kept_scores = scores[reasons == ""]
-    with replacing(out_src, out_tgt) as (src_file, tgt_file):
+    with replacing_text([out_src, out_tgt]) as (src_file, tgt_file):
         pairs = iter_parallel(src_path, hyp_path, config.max_line_bytes, RAISE_LIMIT)
         for index, (src, line) in enumerate(pairs):
             if not reasons[index]:

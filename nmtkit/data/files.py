@@ -6,14 +6,16 @@ runs carries a record that proves it is the command's own before anything in it 
 from __future__ import annotations
 
 import contextlib
+import gzip
 import hashlib
+import io
 import json
 import os
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 from nmtkit.errors import NmtkitError
 
@@ -84,18 +86,69 @@ def digest_prefix(digest, path: Path, size: int) -> bool:
     return not left
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write `data` to `path` whole or not at all: a temporary file beside it, synced, renamed over it."""
-    handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+def new_file_mode() -> int:
+    """The permissions a file created now gets (0o666 less the umask): a temporary file is made 0o600."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+@contextlib.contextmanager
+def replacing(paths: list[Path], gzip_by_name: bool = False) -> Iterator[list[BinaryIO]]:
+    """Binary files to write in place of `paths` (gzip-compressed for a name ending in `.gz` with `gzip_by_name`):
+    temporary files beside them, which, once the block succeeds and every one is synced, replace `paths` together,
+    with a new file's permissions; when anything fails (a full disk, a bad line found late, an interrupt) they are
+    deleted and the files there are kept as they were. A write error is a one-line error naming the file."""
+    made: list[tuple[str, BinaryIO, BinaryIO]] = []  # (temporary name, its file, what the block writes to)
     try:
-        with os.fdopen(handle, "wb") as tmp:
-            tmp.write(data)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
+        for path in paths:
+            if path.is_dir():
+                raise NmtkitError(f"cannot write {path}: it is a directory")
+            handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+            file = os.fdopen(handle, "wb")
+            made.append((tmp_name, file, gzip.GzipFile(fileobj=file, mode="wb", mtime=0)
+                         if gzip_by_name and path.name.endswith(".gz") else file))
+        yield [writer for _, _, writer in made]
+        mode = new_file_mode()
+        for _, file, writer in made:
+            if writer is not file:
+                writer.close()  # the gzip trailer; the file stays open
+            file.flush()
+            os.fchmod(file.fileno(), mode)
+            os.fsync(file.fileno())
+            file.close()
+        for (tmp_name, _, _), path in zip(made, paths):
+            os.replace(tmp_name, path)
+    except BaseException as error:
+        _discard(made)
+        if isinstance(error, OSError) and paths and not isinstance(error, BrokenPipeError):
+            raise NmtkitError(f"cannot write {error.filename or ' and '.join(map(str, paths))}: "
+                              f"{error.strerror or error}; the files there are kept as they were") from error
+        raise  # without files of its own, an OSError is standard output's (a closed pipe: the command line's)
+
+
+def _discard(made: list[tuple[str, BinaryIO, BinaryIO]]) -> None:
+    for tmp_name, file, _ in made:
+        with contextlib.suppress(OSError):
+            file.close()
         Path(tmp_name).unlink(missing_ok=True)
-        raise
+
+
+@contextlib.contextmanager
+def replacing_text(paths: list[Path]) -> Iterator[list[TextIO]]:
+    """`replacing` for UTF-8 text, lines ending in `\n` as written."""
+    with replacing(paths) as files:
+        texts = [io.TextIOWrapper(file, encoding="utf-8", newline="\n") for file in files]
+        yield texts
+        for text in texts:
+            text.flush()
+            text.detach()  # the binary file stays open for `replacing` to sync and rename
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write `data` to `path` whole or not at all (`replacing`)."""
+    with replacing([path]) as (file,):
+        file.write(data)
 
 
 def write_json_atomic(path: Path, record: dict) -> None:
@@ -104,21 +157,6 @@ def write_json_atomic(path: Path, record: dict) -> None:
 
 @contextlib.contextmanager
 def open_atomic(path: Path) -> Iterator[TextIO]:
-    """A text file (UTF-8) written as `write_atomic` writes bytes, for output too large to hold: a temporary file
-    beside `path`, synced and renamed over it when the block exits without an error, removed when it raises. A path
-    that cannot be written (no such directory, a directory itself) is a one-line error before the block runs."""
-    if path.is_dir():
-        raise NmtkitError(f"cannot write {path}: it is a directory")
-    try:
-        handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    except OSError as error:
-        raise NmtkitError(f"cannot write {path}: {error.strerror}") from error
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as tmp:
-            yield tmp
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
+    """One UTF-8 text file written whole or not at all (`replacing_text`), for output too large to hold."""
+    with replacing_text([path]) as (file,):
+        yield file

@@ -24,13 +24,13 @@ import torch
 
 from nmtkit.checkpoint import LoadedModel
 from nmtkit.data.corpus import decode_line, iter_parallel
-from nmtkit.data.files import overlaps, refuse_onto_inputs, refuse_stdout_onto
+from nmtkit.data.files import overlaps, refuse_onto_inputs, refuse_stdout_onto, replacing
 from nmtkit.ensemble import load_models
 from nmtkit.errors import NmtkitError
 from nmtkit.runtime.device import pick_device, set_threads
 from nmtkit.scoring.config import PairScoreConfig
 from nmtkit.scoring.entropy import Direction, Pair, score_chunk
-from nmtkit.scoring.outputs import RAISE_LIMIT, raw_pairs, replacing
+from nmtkit.scoring.outputs import RAISE_LIMIT, raw_pairs
 from nmtkit.scoring.selection import (
     EMPTY,
     KEEP_SHARE,
@@ -243,7 +243,7 @@ def score_pairs_command(files: PairFiles, config: PairScoreConfig, device_name: 
     device = pick_device(device_name)
     directions = load_directions(files, config, device)
     written = [path for _, path in files.outputs if path is not None]
-    with replacing(written) as handles:
+    with replacing(written, gzip_by_name=True) as handles:
         by_path = dict(zip(written, handles))
         scores = score_files(files, directions, config, device, score_writer(files, by_path))
         reasons = None
