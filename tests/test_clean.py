@@ -263,9 +263,11 @@ def test_kept_pairs_come_out_byte_for_byte_and_every_other_pair_is_written_out(p
         Counter(f"{src}\t{tgt}" for src, tgt in pairs) - Counter(f"{src}\t{tgt}" for src, tgt in kept)
 
 
-def test_a_language_no_script_is_known_for_is_a_one_line_error():
-    with pytest.raises(Exception, match="no scripts known for language 'xx'"):
-        Cleaner(DataConfig(langid=False), ("en", "xx"))
+def test_a_language_no_script_is_known_for_is_left_alone_and_said_so():
+    cleaner = Cleaner(DataConfig(langid=False), ("en", "xx"))
+    assert cleaner.script_words[1] is None and cleaner.script_words[0] is not None
+    assert cleaner.notes == ["data.script_share leaves the tgt side alone: it does not know language 'xx' (give its "
+                             "code with --tgt-lang, or its scripts with data.scripts)"]
     assert Cleaner(DataConfig(langid=False, scripts={"xx": ["Latin"]}), ("en", "xx")).script_words[1] is not None
 
 

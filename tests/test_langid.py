@@ -4,11 +4,13 @@ model's exact probabilities may differ between CPUs; these lines are far from ev
 from __future__ import annotations
 
 import importlib.util
+import json
 
 import pytest
-from cli_runner import assert_error, nmtkit
+from typer.testing import CliRunner
 
 import nmtkit.data.langid as langid
+from nmtkit.cli import app
 from nmtkit.data.langid import OTHER, UNJUDGED, LanguageJudge, known_languages, model_language
 from nmtkit.errors import NmtkitError
 
@@ -71,12 +73,19 @@ def test_a_language_the_model_does_not_know_is_a_one_line_error(code):
         judge("de", accept={"de": [code]})
 
 
-def test_an_unknown_language_on_the_command_line_is_refused_before_reading(tmp_path):
-    args = ["prepare", "--train-src", str(tmp_path / "missing.src"), "--train-tgt", str(tmp_path / "missing.tgt"),
-            "--src-lang", "en", "--tgt-lang", "xx", "--out", str(tmp_path / "d")]
-    assert_error(nmtkit(*args), "language 'xx'", "data.langid=false")
-    args[-3:-2] = ["qq"]
-    assert_error(nmtkit(*args, "--set", "langid=false"), "no scripts known for language 'qq'", "data.scripts")
+def test_a_language_the_filters_do_not_know_leaves_its_side_alone_with_a_warning(tmp_path):
+    """A language read from a file's suffix (`train.tok`, `train.source`) or one the model lacks is no reason to
+    refuse the data: language identification (and the script share) leave that side alone, and say so."""
+    (tmp_path / "train.tok").write_text("das ist ein Satz\nnoch ein Satz hier\n", encoding="utf-8")
+    (tmp_path / "train.en").write_text("this is a sentence\nanother sentence here\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["prepare", "--train-src", str(tmp_path / "train.tok"), "--train-tgt",
+                                      str(tmp_path / "train.en"), "--subword", "word", "--vocab-size", "20",
+                                      "--out", str(tmp_path / "d")])
+    assert result.exit_code == 0, result.stderr
+    assert "data.langid leaves the src side alone: it does not know language 'tok'" in result.stderr
+    notes = json.loads((tmp_path / "d" / "manifest.json").read_text())["filter"]["notes"]
+    assert any("data.script_share leaves the src side alone" in note for note in notes)
+    assert json.loads((tmp_path / "d" / "manifest.json").read_text())["filter"]["kept"] == 2
 
 
 def test_without_the_package_langid_is_a_one_line_error(monkeypatch):

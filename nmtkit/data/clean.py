@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import itertools
+import logging
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -23,13 +24,14 @@ import numpy as np
 from nmtkit.config import DataConfig
 from nmtkit.data import rules
 from nmtkit.data.files import open_atomic, refuse_onto_inputs
-from nmtkit.data.langid import OTHER, UNJUDGED, LanguageJudge
-from nmtkit.data.scripts import script_share, script_words, scripts_of
+from nmtkit.data.langid import OTHER, UNJUDGED, LanguageJudge, knows
+from nmtkit.data.scripts import has_scripts, script_share, script_words, scripts_of
 from nmtkit.data.staging import PREPARED
 from nmtkit.errors import NmtkitError
 
 WARN_SHARE = 0.03  # a filter that removes more than this share of the pairs read is reported as a warning
 DEDUP_BLOCK = 4096  # pairs looked up in the duplicate set at once: numpy's per-call cost spreads over the block
+log = logging.getLogger(__name__)
 SIDES = ("src", "tgt")
 SETTING_OF = {"empty": "min_words", "too_short": "min_words", "too_long": "max_words", "length_ratio": "max_ratio",
               "symbols_only": "symbols_only", "long_word": "max_word_chars", "repeat": "max_repeat",
@@ -82,14 +84,28 @@ class Cleaner:
 
     def __init__(self, config: DataConfig, langs: tuple[str | None, str | None] = (None, None)):
         self.config = config
-        self.judges = tuple(LanguageJudge(lang, config.langid_accept, config.langid_min_letters,
-                                          config.langid_threshold, config.langid_floor) if lang and config.langid
-                            else None for lang in langs)
-        scripts = [scripts_of(lang, config.scripts) if lang and config.script_share else None for lang in langs]
-        self.script_words = tuple(script_words(names) if names else None for names in scripts)
-        self.ascii_in_script = tuple(bool(names) and "Latin" in names for names in scripts)  # an ASCII line is in it
         self.notes = [f"no {side} language given: data.langid and data.script_share leave the {side} side alone"
                       for side, lang in zip(SIDES, langs) if lang is None and (config.langid or config.script_share)]
+        judged = [lang if lang and config.langid and self._known(side, lang, knows(lang), "data.langid") else None
+                  for side, lang in zip(SIDES, langs)]
+        self.judges = tuple(LanguageJudge(lang, config.langid_accept, config.langid_min_letters,
+                                          config.langid_threshold, config.langid_floor) if lang else None
+                            for lang in judged)
+        scripts = [scripts_of(lang, config.scripts) if lang and config.script_share and self._known(
+            side, lang, has_scripts(lang, config.scripts), "data.script_share") else None
+            for side, lang in zip(SIDES, langs)]
+        self.script_words = tuple(script_words(names) if names else None for names in scripts)
+        self.ascii_in_script = tuple(bool(names) and "Latin" in names for names in scripts)  # an ASCII line is in it
+
+    def _known(self, side: str, lang: str, known: bool, setting: str) -> bool:
+        """Whether a filter can judge the `side` in `lang`; if not, a note (and a warning) says it leaves it alone: a
+        language read from a file's suffix (`train.tok`) or one the model lacks is no reason to refuse the data."""
+        if not known:
+            note = (f"{setting} leaves the {side} side alone: it does not know language {lang!r} (give its code with "
+                    f"--{side}-lang{', or its scripts with data.scripts' if setting == 'data.script_share' else ''})")
+            log.warning("%s", note)
+            self.notes.append(note)
+        return known
 
     def reason(self, src: str, tgt: str, median_ratio: float) -> str | None:
         """The first filter, short of language identification and duplicates, that removes the pair."""

@@ -54,6 +54,12 @@ def known_languages() -> frozenset[str]:
     return frozenset(label.removeprefix(LABEL) for label in labels)
 
 
+def knows(code: str) -> bool:
+    """Whether the model knows language `code` (as `model_language` reads it)."""
+    key = code.strip().lower().replace("-", "_")
+    return (ALIASES.get(key) or ALIASES.get(base_language(code)) or base_language(code)) in known_languages()
+
+
 def model_language(code: str, setting: str = "data.langid") -> str:
     """The model's label for a language code (zh_CN -> zh, pt-BR -> pt, iw -> he); an unknown one is an error."""
     key = code.strip().lower().replace("-", "_")

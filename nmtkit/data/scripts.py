@@ -62,6 +62,12 @@ def base_language(code: str) -> str:
     return re.split(r"[_\-@.]", code.strip().lower(), maxsplit=1)[0]
 
 
+def has_scripts(code: str, extra: dict[str, list[str]]) -> bool:
+    """Whether the scripts of language `code` are known (`scripts_of` finds them)."""
+    return any(extra.get(key) or SCRIPTS.get(key)
+               for key in (code, code.lower(), code.lower().replace("-", "_"), base_language(code)))
+
+
 def scripts_of(code: str, extra: dict[str, list[str]]) -> tuple[str, ...]:
     """The scripts language `code` is written in: `extra`'s (data.scripts) first, then the table's, for the whole
     code (sr@latin) then its language (sr); an unknown language or script is an error naming the setting."""
