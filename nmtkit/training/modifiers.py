@@ -120,20 +120,33 @@ class PairModifier:
 
     def batch(self, data: ParallelData, lines: np.ndarray, step: int) -> list[tuple[np.ndarray, list[Pair]]]:
         """The pairs of a batch's `lines` as update `step` trains on them, in two parts of (lines, pairs), either
-        may be empty: the pairs trained alone, then the merged ones (each under its first line). Padded apart, a
-        merged pair (two to four times as long) leaves the others' padding as it was: the batch keeps its budget."""
+        may be empty: the pairs within the batch's longest unmodified lengths, then the others, padded apart: the
+        merged pairs (each under its first line) and those the modifiers made longer (an upper-cased line takes
+        several times its pieces). One such pair padded with the rest would pad every line to its length: the
+        training ran 2.6 times slower for 7% upper case. A modified pair longer than `max_length` trains as it was."""
         rngs = [self.rng(step, line) for line in lines]
         pairs = [self.modify_text(data.src[line], data.tgt[line], rng) for line, rng in zip(lines, rngs, strict=True)]
-        alone: list[tuple[int, Pair]] = []
-        merged: list[tuple[int, Pair]] = []
+        longest = (max((len(data.src[line]) for line in lines), default=0),
+                   max((len(data.tgt[line]) for line in lines), default=0))
+        fitting: list[tuple[int, Pair]] = []
+        apart: list[tuple[int, Pair]] = []
         for group in self.merge_groups(pairs, rngs):
             pair = self.merged([pairs[index] for index in group]) if len(group) > 1 else None
-            if pair is None:  # alone, or a merge that did not fit in max_length
-                alone += [(lines[index], self.resegment(pairs[index], rngs[index])) for index in group]
-            else:
-                merged.append((lines[group[0]], self.resegment(pair, rngs[group[0]])))
+            if pair is not None:
+                apart.append((lines[group[0]], self.resegment(pair, rngs[group[0]])))
+                continue
+            for index in group:  # alone, or a merge that did not fit in max_length
+                alone = self.within_length(self.resegment(pairs[index], rngs[index]), data, lines[index])
+                longer = len(alone[0]) > longest[0] or len(alone[1]) > longest[1]
+                (apart if longer else fitting).append((lines[index], alone))
         return [(np.array([line for line, _ in part], dtype=np.int64), [pair for _, pair in part])
-                for part in (alone, merged)]
+                for part in (fitting, apart)]
+
+    def within_length(self, pair: Pair, data: ParallelData, line: int) -> Pair:
+        """`pair`, or line `line` as it is when the modifiers made it longer than `max_length`."""
+        if self.max_length and max(len(pair[0]), len(pair[1])) + 1 > self.max_length:
+            return data.src[line].tolist(), data.tgt[line].tolist()
+        return pair
 
     def merge_groups(self, pairs: list[Pair], rngs: list[np.random.Generator]) -> list[list[int]]:
         """The batch's pairs (positions) in groups of consecutive ones: each pair not yet in a group starts one of 2
