@@ -25,7 +25,15 @@ from nmtkit.runtime.distributed import World
 from nmtkit.training.bpe_dropout import BpeDropout
 from nmtkit.training.config import completed
 from nmtkit.training.mix import MixOrder
-from nmtkit.training.modifiers import MODIFIERS, PLACEHOLDERS, PairModifier, register_modifier, typos
+from nmtkit.training.modifiers import (
+    MODIFIERS,
+    PLACEHOLDERS,
+    SPLIT_GAIN,
+    PairModifier,
+    register_modifier,
+    split_by_length,
+    typos,
+)
 from nmtkit.training.state import Progress
 
 
@@ -206,6 +214,12 @@ def merged_batch(data_dir: Path, chances: dict[str, float], step: int = 0, max_l
     return data, subwords, lines, PairModifier(subwords, chances, 1, max_length).batch(data, lines, step)
 
 
+def by_line(parts) -> dict[int, tuple[list[int], list[int]]]:
+    """`PairModifier.batch`'s parts as line (a merged pair's first) -> the pair trained."""
+    return {int(line): (list(src), list(tgt)) for lines, pairs in parts
+            for line, (src, tgt) in zip(lines, pairs, strict=True)}
+
+
 def groups_of(data: ParallelData, subwords, lines: np.ndarray, parts) -> list[int]:
     """The sizes of the groups that `PairModifier.batch`'s answer `parts` holds, in the batch's order, checking
     that each merged pair is its group's texts joined with a space on each side, its tag once in front."""
@@ -213,14 +227,13 @@ def groups_of(data: ParallelData, subwords, lines: np.ndarray, parts) -> list[in
         return subwords[side].processor.decode([int(token) for token in ids])
 
     position, sizes = {int(line): at for at, line in enumerate(lines)}, {}
-    for kind, (heads, pairs) in zip(("alone", "merged"), parts, strict=True):
+    for heads, pairs in parts:
         for head, (src, tgt) in zip(heads, pairs, strict=True):
             assert src[0] == data.src[head][0] == subwords[0].processor.piece_to_id("<web>")
             at = position[int(head)]
             size = next(size for size in range(1, 5)
                         if text(0, src[1:]) == " ".join(text(0, data.src[line][1:]) for line in lines[at:at + size]))
             assert text(1, tgt) == " ".join(text(1, data.tgt[line]) for line in lines[at:at + size])
-            assert (size == 1) == (kind == "alone")
             sizes[at] = size
     covered = [at + offset for at, size in sizes.items() for offset in range(size)]
     assert sorted(covered) == list(range(len(lines)))  # every pair of the batch once, alone or in one merged pair
@@ -232,17 +245,18 @@ def test_merge_joins_two_to_four_consecutive_pairs_of_a_batch_both_sides_alike(t
     sizes = groups_of(data, subwords, lines, parts)
     assert set(sizes) == {1, 2, 3, 4}
     assert np.mean([size > 1 for size in sizes]) == pytest.approx(0.3, abs=0.08)  # of the pairs that start a group
-    assert merged_batch(two_sided, {"merge": 0.3})[3][1][1] == parts[1][1]  # the same update: the same merges
-    assert merged_batch(two_sided, {"merge": 0.3}, step=1)[3][1][1] != parts[1][1]
+    assert by_line(merged_batch(two_sided, {"merge": 0.3})[3]) == by_line(parts)  # the same update: the same merges
+    assert by_line(merged_batch(two_sided, {"merge": 0.3}, step=1)[3]) != by_line(parts)
 
 
 def test_merged_pairs_stay_within_max_length_and_follow_the_other_modifiers(two_sided: Path):
     data, subwords, lines, parts = merged_batch(two_sided, {"merge": 1.0}, max_length=14)
     sizes = groups_of(data, subwords, lines, parts)
-    assert max(sizes) > 1 and all(max(len(src), len(tgt)) + 1 <= 14 for src, tgt in parts[1][1])
+    merged = [(src, tgt) for line, (src, tgt) in by_line(parts).items() if len(tgt) > len(data.tgt[line])]
+    assert max(sizes) > 1 and merged and all(max(len(src), len(tgt)) + 1 <= 14 for src, tgt in merged)
     *_, upper = merged_batch(two_sided, {"uppercase": 1.0, "merge": 1.0})
     processor = subwords[0].processor
-    assert all(processor.decode(src[1:]).isupper() for src, _ in upper[1][1])
+    assert all(processor.decode(src[1:]).isupper() for _, pairs in upper for src, _ in pairs)
 
 
 def test_a_batch_with_merged_pairs_trains_as_two_that_keep_its_token_budget(two_sided: Path):
@@ -269,28 +283,37 @@ def test_a_batch_with_merged_pairs_trains_as_two_that_keep_its_token_budget(two_
 def test_bpe_dropout_segments_a_merged_pair_anew_and_keeps_its_text(bpe_corpus: Path):
     data, subwords = ParallelData(bpe_corpus, "train"), load_subwords(bpe_corpus)
     lines, processor = np.arange(40, 140), subwords[0].processor
-    plain = PairModifier(subwords, {"merge": 1.0}, 1).batch(data, lines, 0)[1][1]
-    sampled = PairModifier(subwords, {"merge": 1.0, "bpe_dropout": 0.3}, 1).batch(data, lines, 0)[1][1]
-    assert len(plain) == len(sampled) > 20
-    assert [processor.decode(src) for src, _ in sampled] == [processor.decode(src) for src, _ in plain]
-    assert sum(len(tgt) for _, tgt in sampled) > sum(len(tgt) for _, tgt in plain)  # more, shorter pieces
+    plain = by_line(PairModifier(subwords, {"merge": 1.0}, 1).batch(data, lines, 0))
+    sampled = by_line(PairModifier(subwords, {"merge": 1.0, "bpe_dropout": 0.3}, 1).batch(data, lines, 0))
+    assert sampled.keys() == plain.keys() and sum(len(tgt) > len(data.tgt[line]) for line, (_, tgt) in
+                                                  plain.items()) > 20  # merged
+    assert {line: processor.decode(src) for line, (src, _) in sampled.items()} == \
+        {line: processor.decode(src) for line, (src, _) in plain.items()}
+    assert sum(len(tgt) for _, tgt in sampled.values()) > sum(len(tgt) for _, tgt in plain.values())  # shorter pieces
 
 
 def test_pairs_the_modifiers_lengthen_are_padded_apart_and_stay_within_max_length(bpe_corpus: Path):
     """An upper-cased line takes several times its pieces: padded with the rest of its batch it would pad every line
-    to its length (7% upper case made training 2.6 times slower); it goes to the second part, padded apart."""
+    to its length (7% upper case made training 2.6 times slower); the batch is cut in two by length when that pads
+    less, and a line made longer than max_length trains as it was."""
     data, subwords = ParallelData(bpe_corpus, "train"), load_subwords(bpe_corpus)
     lines = np.arange(4, 60)
-    longest = max(len(data.src[line]) for line in lines), max(len(data.tgt[line]) for line in lines)
-    (fitting_lines, fitting), (apart_lines, apart) = PairModifier(subwords, {"uppercase": 0.3}, 1).batch(
-        data, lines, 0)
-    assert sorted([*fitting_lines, *apart_lines]) == lines.tolist() and len(apart) > 0
-    assert all(len(src) <= longest[0] and len(tgt) <= longest[1] for src, tgt in fitting)
-    assert all(len(src) > longest[0] or len(tgt) > longest[1] for src, tgt in apart)
-    limit = max(longest) + 1  # every line fits as it is; an upper-cased one does not
-    (kept_lines, kept), (longer_lines, longer) = PairModifier(subwords, {"uppercase": 1.0}, 1, limit).batch(
-        data, lines, 0)
-    assert all(max(len(src), len(tgt)) + 1 <= limit for src, tgt in [*kept, *longer])
-    as_they_were = [line for line, (src, _) in zip([*kept_lines, *longer_lines], [*kept, *longer], strict=True)
-                    if src == data.src[line].tolist()]
-    assert as_they_were  # the lines upper case made too long train as they were
+    parts = PairModifier(subwords, {"uppercase": 0.3}, 1).batch(data, lines, 0)
+    assert sorted(line for part_lines, _ in parts for line in part_lines) == lines.tolist() and len(parts) == 2
+    widest = [max(len(src) for src, _ in pairs) + max(len(tgt) for _, tgt in pairs) for _, pairs in parts]
+    assert widest[0] < widest[1]  # the shorter pairs first
+    together = len(lines) * max(widest)
+    assert sum(len(pairs) * width for (_, pairs), width in zip(parts, widest)) <= SPLIT_GAIN * together
+    limit = max(max(len(data.src[line]), len(data.tgt[line])) for line in lines) + 1  # every line fits as it is
+    every = [(line, pair) for part_lines, pairs in PairModifier(subwords, {"uppercase": 1.0}, 1, limit).batch(
+        data, lines, 0) for line, pair in zip(part_lines, pairs, strict=True)]
+    assert all(max(len(src), len(tgt)) + 1 <= limit for _, (src, tgt) in every)
+    assert any(src == data.src[line].tolist() for line, (src, _) in every)  # upper case made it too long
+
+
+@pytest.mark.parametrize("lengths", [[(3, 4)], [(3, 4), (5, 5)], [(2, 2)] * 20 + [(40, 50)], [(9, 9)] * 8])
+def test_a_batch_is_cut_in_two_only_where_that_pads_less(lengths):
+    pairs = [([0] * src, [0] * tgt) for src, tgt in lengths]
+    parts = split_by_length(pairs)
+    assert sorted(index for part in parts for index in part) == list(range(len(pairs)))
+    assert len(parts) == (2 if lengths[-1] == (40, 50) else 1)

@@ -92,6 +92,26 @@ def inline_noise(src: str, tgt: str, rng: np.random.Generator) -> tuple[str, str
     return with_noise(src, tgt, rng)
 
 
+SPLIT_GAIN = 0.8  # a batch is split in two when that leaves at most this share of its padded cells (one more pass)
+
+
+def split_by_length(pairs: list[Pair]) -> list[list[int]]:
+    """The positions of `pairs` in one part, or in two (shorter, longer) when padding each apart takes at most
+    SPLIT_GAIN of the cells padding them together does: the best cut of the pairs sorted by length."""
+    order = sorted(range(len(pairs)), key=lambda index: len(pairs[index][0]) + len(pairs[index][1]))
+    src, tgt = (np.array([len(pairs[index][side]) for index in order]) for side in (0, 1))
+    if len(order) < 2:
+        return [order] if order else []
+    head = np.maximum.accumulate(src) + np.maximum.accumulate(tgt)  # widest of the first k + 1
+    tail = (np.maximum.accumulate(src[::-1]) + np.maximum.accumulate(tgt[::-1]))[::-1]  # of those from k on
+    sizes = np.arange(1, len(order))
+    cells = sizes * head[:-1] + (len(order) - sizes) * tail[1:]
+    cut = int(np.argmin(cells))
+    if cells[cut] > SPLIT_GAIN * len(order) * head[-1]:
+        return [order]
+    return [order[:cut + 1], order[cut + 1:]]
+
+
 class PairModifier:
     """A corpus' modifiers (name -> probability) over pairs of subword ids; bpe_dropout's probability is that of
     skipping each merge, in every pair, after the text modifiers and the merges. Merged pairs stay within
@@ -119,28 +139,23 @@ class PairModifier:
         return self.resegment(self.modify_text(src, tgt, rng), rng)
 
     def batch(self, data: ParallelData, lines: np.ndarray, step: int) -> list[tuple[np.ndarray, list[Pair]]]:
-        """The pairs of a batch's `lines` as update `step` trains on them, in two parts of (lines, pairs), either
-        may be empty: the pairs within the batch's longest unmodified lengths, then the others, padded apart: the
-        merged pairs (each under its first line) and those the modifiers made longer (an upper-cased line takes
-        several times its pieces). One such pair padded with the rest would pad every line to its length: the
-        training ran 2.6 times slower for 7% upper case. A modified pair longer than `max_length` trains as it was."""
+        """The pairs of a batch's `lines` as update `step` trains on them (a merged pair under its first line), as one
+        or two parts of (lines, pairs) padded apart (`split_by_length`): a modified pair can be several times as
+        long as it was (merged, or upper case: several times its pieces), and padded with the rest of its batch it
+        would pad every line to its length (7% upper case made training 2.6 times slower). A modified pair longer
+        than `max_length` trains as it was."""
         rngs = [self.rng(step, line) for line in lines]
         pairs = [self.modify_text(data.src[line], data.tgt[line], rng) for line, rng in zip(lines, rngs, strict=True)]
-        longest = (max((len(data.src[line]) for line in lines), default=0),
-                   max((len(data.tgt[line]) for line in lines), default=0))
-        fitting: list[tuple[int, Pair]] = []
-        apart: list[tuple[int, Pair]] = []
+        trained: list[tuple[int, Pair]] = []
         for group in self.merge_groups(pairs, rngs):
             pair = self.merged([pairs[index] for index in group]) if len(group) > 1 else None
             if pair is not None:
-                apart.append((lines[group[0]], self.resegment(pair, rngs[group[0]])))
+                trained.append((lines[group[0]], self.resegment(pair, rngs[group[0]])))
                 continue
-            for index in group:  # alone, or a merge that did not fit in max_length
-                alone = self.within_length(self.resegment(pairs[index], rngs[index]), data, lines[index])
-                longer = len(alone[0]) > longest[0] or len(alone[1]) > longest[1]
-                (apart if longer else fitting).append((lines[index], alone))
-        return [(np.array([line for line, _ in part], dtype=np.int64), [pair for _, pair in part])
-                for part in (fitting, apart)]
+            trained += [(lines[index], self.within_length(self.resegment(pairs[index], rngs[index]), data,
+                                                          lines[index])) for index in group]  # alone, or unmerged
+        return [(np.array([trained[index][0] for index in part], dtype=np.int64),
+                 [trained[index][1] for index in part]) for part in split_by_length([pair for _, pair in trained])]
 
     def within_length(self, pair: Pair, data: ParallelData, line: int) -> Pair:
         """`pair`, or line `line` as it is when the modifiers made it longer than `max_length`."""
