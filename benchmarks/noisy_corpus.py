@@ -2,7 +2,9 @@
 
     python benchmarks/noisy_corpus.py build --clean data/messages/en-de --src en --tgt de \
         --others data/messages/others --out data/cleaning/noisy [--share 0.4] [--seed 1]
-    python benchmarks/noisy_corpus.py score --noisy data/cleaning/noisy --prepared data/cleaning/prepared-filters
+    python benchmarks/noisy_corpus.py score --noisy data/cleaning/noisy --prepared data/cleaning/prepared-defaults
+    python benchmarks/noisy_corpus.py seed --clean data/messages/en-de --lines 10000 --out data/cleaning/seed
+    python benchmarks/noisy_corpus.py report --runs runs/cleaning      (recipes/cleaning/run.sh's table)
 
 `build` keeps every clean training pair and adds spoiled ones until they are `--share` of the whole (40%, a crawl's
 share), in equal parts of seven kinds, the noise crawled corpora are known for (OpusCleaner's filters, the WMT
@@ -96,27 +98,38 @@ def boilerplate(rng: random.Random) -> tuple[str, str]:
     return english, german
 
 
+def can_spoil(kind: str, pair: tuple[str, str], others: dict[str, list[str]]) -> bool:
+    """Whether clean `pair` can be spoiled as `kind`."""
+    source, target = pair
+    return {"wrong_lang_src": bool(others.get(source)), "wrong_lang_tgt": bool(others.get(source)),
+            "untranslated": bool(source.strip()), "truncated": len(target.split(" ")) >= 4,
+            "number_mismatch": bool(DIGITS.search(target)) and
+            sorted(DIGITS.findall(source)) == sorted(DIGITS.findall(target))}.get(kind, True)
+
+
 def spoil(kind: str, clean: list[tuple[str, str]], others: dict[str, list[str]], rng: random.Random) -> tuple[str, str]:
-    """One spoiled pair of `kind`, from a random clean pair."""
+    """One spoiled pair of `kind`, from the first random clean pair that can be (`can_spoil`: build checks that one
+    can)."""
     while True:
         source, target = clean[rng.randrange(len(clean))]
-        if kind == "wrong_lang_src" and others.get(source):
+        if not can_spoil(kind, (source, target), others):
+            continue
+        if kind == "wrong_lang_src":
             return rng.choice(others[source]), target
-        if kind == "wrong_lang_tgt" and others.get(source):
+        if kind == "wrong_lang_tgt":
             return source, rng.choice(others[source])
         if kind == "misaligned":
             other = clean[rng.randrange(len(clean))][1]
             if other != target:
                 return source, other
-        if kind == "untranslated" and source.strip():
+            continue
+        if kind == "untranslated":
             return source, source
-        if kind == "truncated" and len(target.split(" ")) >= 4:
+        if kind == "truncated":
             return source, truncate(target, rng)
-        if kind == "number_mismatch" and DIGITS.search(target) and \
-                sorted(DIGITS.findall(source)) == sorted(DIGITS.findall(target)):
+        if kind == "number_mismatch":
             return source, change_digit(target, rng)
-        if kind == "boilerplate":
-            return boilerplate(rng)
+        return boilerplate(rng)
 
 
 def build(args: argparse.Namespace) -> dict:
@@ -124,6 +137,12 @@ def build(args: argparse.Namespace) -> dict:
     clean = read_pairs(args.clean, args.src, args.tgt)
     others = other_translations(args.others, args.src)
     noise = round(len(clean) * args.share / (1 - args.share))
+    empty = [kind for kind in KINDS if not any(can_spoil(kind, pair, others) for pair in clean)]
+    if len({target for _, target in clean}) < 2:
+        empty.append("misaligned")
+    if empty:  # spoil would draw forever
+        raise SystemExit(f"error: no clean pair can be spoiled as {', '.join(empty)} (other languages' catalogs, "
+                         "numbers, four-word targets, two distinct targets)")
     labelled = [(pair, "clean") for pair in clean]
     labelled += [(spoil(KINDS[index % len(KINDS)], clean, others, rng), KINDS[index % len(KINDS)])
                  for index in range(noise)]
@@ -161,6 +180,34 @@ def score(args: argparse.Namespace) -> dict:
     return table
 
 
+def seed(args: argparse.Namespace) -> dict:
+    """A seeded sample of `--lines` clean training pairs, in corpus order (what the seed models learn from)."""
+    pairs = read_pairs(args.clean, args.src, args.tgt)
+    chosen = sorted(random.Random(args.seed).sample(range(len(pairs)), min(args.lines, len(pairs))))
+    args.out.mkdir(parents=True, exist_ok=True)
+    for side, position in ((args.src, 0), (args.tgt, 1)):
+        (args.out / f"train.{side}").write_text("".join(pairs[index][position] + "\n" for index in chosen),
+                                                 encoding="utf-8")
+    return {"lines": len(chosen), "seed": args.seed}
+
+
+def report(runs: Path) -> str:
+    """The recipe's table: per system, the share of each kind its prepare removed, and its test BLEU and chrF."""
+    header = ["system", "clean kept", *(kind.replace("_", " ") for kind in KINDS), "BLEU", "chrF"]
+    rows = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    for system in ("clean", "noisy", "defaults", "full"):
+        if not (runs / system / "test.json").exists():
+            continue
+        scores = json.loads((runs / system / "test.json").read_text(encoding="utf-8"))
+        removed = runs / f"{system}.removed.json"
+        table = json.loads(removed.read_text(encoding="utf-8")) if removed.exists() else {}
+        cells = [f"{100 * table['clean']['kept_share']:.1f}%" if table else "100%"]
+        cells += [f"{100 * table[kind]['removed_share']:.1f}%" if kind in table else "" for kind in KINDS]
+        rows.append(f"| {system} | " + " | ".join(cells) + f" | {scores['bleu']['score']:.2f} | "
+                    f"{scores['chrf']['score']:.2f} |")
+    return "\n".join(rows)
+
+
 def render(table: dict) -> str:
     rows = ["| pairs of | in the corpus | removed |", "|---|---:|---:|"]
     for label, row in table.items():
@@ -185,9 +232,21 @@ def main(argv: list[str] | None = None) -> int:
     scored.add_argument("--src", default="en")
     scored.add_argument("--tgt", default="de")
     scored.add_argument("--json", action="store_true")
+    sampled = commands.add_parser("seed", help="a seeded sample of clean pairs (for the seed models)")
+    sampled.add_argument("--clean", type=Path, required=True)
+    sampled.add_argument("--src", default="en")
+    sampled.add_argument("--tgt", default="de")
+    sampled.add_argument("--lines", type=int, default=10_000)
+    sampled.add_argument("--seed", type=int, default=7)
+    sampled.add_argument("--out", type=Path, required=True)
+    reported = commands.add_parser("report", help="the recipe's table from its runs")
+    reported.add_argument("--runs", type=Path, required=True)
     args = parser.parse_args(argv)
-    if args.command == "build":
-        print(json.dumps(build(args)))
+    if args.command in ("build", "seed"):
+        print(json.dumps((build if args.command == "build" else seed)(args)))
+        return 0
+    if args.command == "report":
+        print(report(args.runs))
         return 0
     table = score(args)
     print(json.dumps(table) if args.json else render(table))

@@ -71,3 +71,13 @@ def test_the_score_counts_what_prepare_left_out_by_label(built, tmp_path):
     first = labels[next(index for index, label in enumerate(labels) if label not in ("untranslated", "misaligned"))]
     assert table["untranslated"]["removed_share"] == table["misaligned"]["removed_share"] == 1.0
     assert table[first]["removed"] == 1 and sum(row["removed"] for row in table.values()) == len(pairs) - len(kept)
+
+
+def test_a_kind_no_clean_pair_can_be_spoiled_as_is_refused_not_drawn_forever(tmp_path):
+    clean = [("open the file", "öffne die Datei")] * 5  # no digits, no four-word target, one distinct target
+    write_corpus(tmp_path / "clean", clean, "en", "de")
+    (tmp_path / "others").mkdir()
+    args = argparse.Namespace(clean=tmp_path / "clean", others=tmp_path / "others", src="en", tgt="de",
+                              out=tmp_path / "noisy", share=0.4, seed=1)
+    with pytest.raises(SystemExit, match="wrong_lang_src, wrong_lang_tgt, truncated, number_mismatch, misaligned"):
+        noisy.build(args)
