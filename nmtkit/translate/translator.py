@@ -178,7 +178,7 @@ class Translator:
                 if not hyps[0].constraints_met:
                     log.warning("line %d: its constraints cannot all be met within the length limit; translated "
                                 "without them", first_line + row)
-                outputs[row] = [(next(decoded), hyp.score) for hyp in hyps]
+                outputs[row] = [(one_line(next(decoded), first_line + row), hyp.score) for hyp in hyps]
             checked = self.masking.keep(self.engine, [masked[row] for row in rows], [ids[row] for row in rows], found,
                                         [outputs[row] for row in rows])
             for row, hyps in zip(rows, checked):
@@ -222,6 +222,19 @@ def restored(masking: Masking, masked: list[MaskedLine],
              found: list[list[tuple[str, float]]]) -> list[list[tuple[str, float]]]:
     """The hypotheses `found` for the `masked` lines with their placeholders' original text."""
     return [[(masking.restore(text, line), score) for text, score in hyps] for line, hyps in zip(masked, found)]
+
+
+LINE_BREAKS = str.maketrans({"\n": " ", "\r": " "})
+
+
+def one_line(text: str, number: int) -> str:
+    """A translation on one line: a line break the model wrote (SentencePiece's byte pieces spell any character,
+    and a sampled translation does write them) would break one output line per input line in every reader, so it
+    is written as a space, with a warning naming the line."""
+    if "\n" not in text and "\r" not in text:
+        return text
+    log.warning("line %d: the model wrote a line break; written as a space", number)
+    return text.translate(LINE_BREAKS)
 
 
 def truncated(ids: list[int], max_source: int, number: int) -> list[int]:
