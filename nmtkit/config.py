@@ -167,7 +167,7 @@ class TrainConfig:
     max_epochs: int = option(0, "stop after this many epochs (0 = no limit)")
     batch_tokens: int = option(0, "token budget per batch (source or target, padding included); 0 = by device: "
                                   "512 on a CPU, 4096 on a GPU")
-    update_freq: int = option(1, "accumulate gradients over this many batches per update (per process)")
+    update_freq: int = option(1, "accumulate gradients over this many batches per update (per process)", low=1)
     lr: float = option(-1.0, "peak learning rate, reached at the end of warmup; -1 = by device: 1e-3 on a CPU, "
                              "7e-4 on a GPU")
     warmup: int = option(-1, "linear warmup steps, then the lr_schedule's decay; -1 = by device: 500 on a CPU, "
@@ -194,7 +194,7 @@ class TrainConfig:
         "(Bengio et al. 2015); 0 = teacher forcing")
     sampling_ramp: int = option(0, "raise the scheduled-sampling probability linearly from 0 over N updates")
     clip_norm: float = option(1.0, "clip the gradient norm to this value (0 = off)")
-    valid_every: int = option(1000, "validate every N updates (and at the end)")
+    valid_every: int = option(1000, "validate every N updates (and at the end)", low=1)
     valid_bleu: bool = option(True, "compute greedy BLEU on the dev set at each validation")
     valid_max_sentences: int = option(0, "decode at most N dev sentences for BLEU (0 = all)")
     best_metric: Literal["bleu", "loss"] = option("bleu", "metric that selects model.pt and drives patience")
@@ -220,7 +220,7 @@ class TrainConfig:
     stages: list[StageConfig] = option(
         [], "training stages, each a mix of the data directory's named corpora (prepare --corpora) and the "
         "condition that ends it (docs/train.md); none: every kept pair once an epoch, as the data comes")
-    log_every: int = option(100, "log training statistics every N updates")
+    log_every: int = option(100, "log training statistics every N updates", low=1)
     init_from: str = option("", "fine-tune: start from this checkpoint's weights (same vocabularies and architecture; "
                                 "a fresh optimizer and schedule unless init_optimizer)")
     init_optimizer: bool = option(False, "with init_from: also continue its optimizer state and learning-rate schedule "

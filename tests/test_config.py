@@ -174,6 +174,9 @@ def test_infinity_and_nan_are_errors_in_every_section():
     ({"decode": {"beam": 5000}}, r"decode.beam: must be in \[1, 1024\]"),
     ({"decode": {"min_len": 10**7}}, "decode.min_len"),
     ({"decode": {"alpha": 1e6}}, "decode.alpha"),
+    ({"train": {"valid_every": 0}}, "train.valid_every: must be"),  # was ZeroDivisionError once training ran
+    ({"train": {"log_every": 0}}, "train.log_every: must be"),
+    ({"train": {"update_freq": 0}}, "train.update_freq: must be"),
 ])
 def test_numbers_out_of_range_are_errors_naming_the_key(data, key):
     with pytest.raises(NmtkitError, match=key):
