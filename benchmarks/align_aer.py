@@ -21,7 +21,7 @@ import torch
 from nmtkit.align.attention import word_attentions
 from nmtkit.align.command import read_words
 from nmtkit.align.links import alignment_error, hard_links, read_pharaoh, source_links, symmetrize
-from nmtkit.checkpoint import load_checkpoint, restore_model
+from nmtkit.checkpoint.payload import load_checkpoint, restore_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes" / "bible"))
 from gold import tokenize  # noqa: E402

@@ -20,9 +20,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from nmtkit.config_files import load_yaml  # noqa: E402
+from nmtkit.config.files import load_yaml  # noqa: E402
+from nmtkit.config.run import build_config  # noqa: E402
 from nmtkit.registry import build_model  # noqa: E402
-from nmtkit.run_config import build_config  # noqa: E402
 from nmtkit.runtime.device import native_bf16, pick_device  # noqa: E402
 from nmtkit.runtime.precision import time_call  # noqa: E402
 from nmtkit.training.objectives import label_smoothed_nll  # noqa: E402

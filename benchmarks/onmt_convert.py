@@ -33,12 +33,12 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from nmtkit.checkpoint import load_checkpoint
+from nmtkit.checkpoint.payload import load_checkpoint
+from nmtkit.config.run import build_config
 from nmtkit.data.subword import BOS, EOS, PAD, UNK, Subword
 from nmtkit.errors import NmtkitError
 from nmtkit.models.transformer import GATED, TransformerConfig
 from nmtkit.modules.embeddings import sinusoidal_table
-from nmtkit.run_config import build_config
 
 # nmtkit id -> OpenNMT-py token, in OpenNMT's default_specials order (which gives them OpenNMT ids 0-3)
 ONMT_SPECIALS = {UNK: "<unk>", PAD: "<blank>", BOS: "<s>", EOS: "</s>"}

@@ -21,12 +21,12 @@ from pathlib import Path
 
 import torch
 
-from nmtkit.checkpoint import make_payload, save_atomic
-from nmtkit.config_files import load_yaml
+from nmtkit.checkpoint.payload import make_payload, save_atomic
+from nmtkit.config.files import load_yaml
+from nmtkit.config.run import build_config
 from nmtkit.data.corpus import read_lines
 from nmtkit.data.subword import Subword
 from nmtkit.registry import build_model
-from nmtkit.run_config import build_config
 from nmtkit.scoring.command import PairFiles, score_pairs_command
 from nmtkit.scoring.config import PairScoreConfig
 

@@ -32,8 +32,8 @@ from pathlib import Path
 import nmtkit
 if not Path(nmtkit.__file__).resolve().is_relative_to(Path.cwd().resolve()):
     sys.exit(f"error: nmtkit came from {Path(nmtkit.__file__).parent}, not from the checkout {Path.cwd()}")
-from nmtkit.config_files import load_yaml
-from nmtkit.run_config import build_config
+from nmtkit.config.files import load_yaml
+from nmtkit.config.run import build_config
 from nmtkit.training.config import completed
 from nmtkit.training.loop import Trainer
 args = json.loads(sys.argv[1])

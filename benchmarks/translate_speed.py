@@ -69,10 +69,10 @@ import sacrebleu
 import torch
 from onmt_convert import convert, nmtkit_to_onmt_tokens, source_line
 
-from nmtkit.checkpoint import load_checkpoint
+from nmtkit.checkpoint.payload import load_checkpoint
+from nmtkit.config.run import build_config
 from nmtkit.data.subword import Subword
 from nmtkit.export.ctranslate2 import export_model
-from nmtkit.run_config import build_config
 
 log = logging.getLogger("translate_speed")
 
@@ -299,7 +299,7 @@ def format_ratio(nmtkit: Run, onmt: Run) -> str:
     """nmtkit / OpenNMT-py throughput, and the share of identical output lines."""
     same = sum(left == right for left, right in zip(nmtkit.outputs, onmt.outputs)) / max(len(nmtkit.outputs), 1)
     sentences = len(nmtkit.outputs), len(onmt.outputs)
-    return (f"| {nmtkit.search} | {ratio(sentences[0], nmtkit.wall, sentences[1], onmt.wall)} | "
+    return (f"| {nmtkit.decoding.search} | {ratio(sentences[0], nmtkit.wall, sentences[1], onmt.wall)} | "
             f"{ratio(nmtkit.tokens, nmtkit.wall, onmt.tokens, onmt.wall)} | "
             f"{ratio(sentences[0], nmtkit.translate, sentences[1], onmt.translate)} | "
             f"{ratio(nmtkit.tokens, nmtkit.translate, onmt.tokens, onmt.translate)} | {100 * same:.1f}% |")

@@ -49,10 +49,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from train_speed import Lengths, Preset, train_flops_per_target_token  # noqa: E402
 
-from nmtkit.config_files import load_yaml  # noqa: E402
+from nmtkit.config.files import load_yaml  # noqa: E402
+from nmtkit.config.run import build_config  # noqa: E402
 from nmtkit.data.dataset import Batch  # noqa: E402
 from nmtkit.data.subword import PAD  # noqa: E402
-from nmtkit.run_config import build_config  # noqa: E402
 from nmtkit.training.config import completed  # noqa: E402
 from nmtkit.training.loop import Trainer  # noqa: E402
 

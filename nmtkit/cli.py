@@ -16,12 +16,12 @@ from typing import Annotated
 import typer
 
 from nmtkit.cli_options import ConfigValues, CurrentStderrHandler, config_options, handle_errors, show_tracebacks
-from nmtkit.config import LINE_CAP_HELP, MAX_LINE_BYTES, DataConfig, DecodeConfig, TrainConfig, help_for
-from nmtkit.config_values import parse_duration
+from nmtkit.config.evaluate import EvaluateConfig
+from nmtkit.config.sections import LINE_CAP_HELP, MAX_LINE_BYTES, DataConfig, DecodeConfig, TrainConfig, help_for
+from nmtkit.config.values import parse_duration
 from nmtkit.data.distilled_config import DistillFilterConfig
 from nmtkit.data.robustness_config import RobustnessConfig
 from nmtkit.errors import NmtkitError
-from nmtkit.evaluate_config import EvaluateConfig
 from nmtkit.scoring.config import PairScoreConfig
 from nmtkit.serve.config import ServeConfig
 from nmtkit.version import __version__
@@ -87,7 +87,7 @@ def prepare(
     overrides: Overrides = None,
 ) -> None:
     """Validate and clean parallel text, train SentencePiece, and write a binarized data directory."""
-    from nmtkit.config_files import data_config
+    from nmtkit.config.files import data_config
     from nmtkit.data.command import prepare_command
     from nmtkit.data.prepare import SplitFiles
 
@@ -196,7 +196,7 @@ def translate(
 def _sections(values: dict[str, dict], overrides: list[str] | None) -> dict[str, dict]:
     """The command line's values of each config section, with `--set section.key=value` applied; a section that
     this command has not is an error, not a setting silently ignored."""
-    from nmtkit.config_files import apply_overrides
+    from nmtkit.config.files import apply_overrides
 
     known = list(values)
     sections = apply_overrides(values, overrides or [])
@@ -297,7 +297,7 @@ def serve(
 
     Concurrent requests are translated together; SIGTERM or Ctrl-C answers the requests received and exits 0.
     Decoding settings not given here are the model's own (its config's decode section)."""
-    from nmtkit.config_values import from_dict
+    from nmtkit.config.values import from_dict
     from nmtkit.serve.app import serve_model
 
     sections = _sections({"serve": settings, "decode": decode}, overrides)
@@ -322,7 +322,7 @@ def evaluate(
 ) -> None:
     """Score hypotheses on a torch device: BLEU, chrF and TER as sacrebleu, WER, CER, MER, WIL, WIP as jiwer, edit
     distance."""
-    from nmtkit.evaluate import evaluate_command
+    from nmtkit.metrics.command import evaluate_command
 
     print(evaluate_command(hyp, ref, EvaluateConfig(**settings), compare, sets, json_output))
 

@@ -1,6 +1,6 @@
 """Command-line options made from a config dataclass: each field's name, default and help text (declared once, with
-`nmtkit.config.option`) become the option `--field-name`, so a new config field gets its flag with no CLI edit; and
-how every command reports a user's error (`handle_errors`: one line, no traceback unless `--debug`).
+`nmtkit.config.sections.option`) become the option `--field-name`, so a new config field gets its flag with no CLI
+edit; and how every command reports a user's error (`handle_errors`: one line, no traceback unless `--debug`).
 
 Typer reads a command's options from its function's signature. `config_options` rewrites that signature: one
 placeholder parameter of the command becomes one option per field, and the command receives the values back as a
@@ -54,7 +54,7 @@ def field_options(cls: type, only: tuple[str, ...] = (), skip: tuple[str, ...] =
 
 def _field_option(item: dataclasses.Field, kind: Any) -> FieldOption:
     if "help" not in item.metadata:
-        raise TypeError(f"config field {item.name} has no help text: declare it with nmtkit.config.option")
+        raise TypeError(f"config field {item.name} has no help text: declare it with nmtkit.config.sections.option")
     default = item.default_factory() if item.default is dataclasses.MISSING else item.default
     is_list = typing.get_origin(kind) is list
     if is_list:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from nmtkit.config import DataConfig
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import DataConfig
 from nmtkit.data.prepare import SplitFiles, prepare_data
-from nmtkit.run_config import build_config
 from nmtkit.training.config import completed
 from nmtkit.training.loop import Trainer
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import torch
 
-from nmtkit.checkpoint import make_payload, save_atomic
-from nmtkit.config import DataConfig
+from nmtkit.checkpoint.payload import make_payload, save_atomic
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import DataConfig
 from nmtkit.data.subword import Subword, train_subword
 from nmtkit.registry import build_model
-from nmtkit.run_config import build_config
 
 SOURCES = ["uno dos tres", "cuatro cinco", "seis siete ocho", "nueve diez", "once doce trece catorce"]
 TARGETS = [line.upper() for line in SOURCES]

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from nmtkit.align.attention import piece_words, teacher_forced_attention, word_attention
-from nmtkit.ensemble import Ensemble
+from nmtkit.decoding.ensemble import Ensemble
 from nmtkit.errors import NmtkitError
 from nmtkit.models.base import EncoderDecoder
 
@@ -42,7 +42,7 @@ WORDS_AFTER_NORMALIZATION = ["ﬁle", "café", "…", "ｘ²", "cafe\u0301", "�
 def test_piece_words_follow_the_raw_text_whatever_the_normalization(normalization):
     """Each word gets exactly the bytes of its own pieces, also where NFKC makes a piece longer or shorter than
     the raw characters it came from (the old character count drifted one word per such character)."""
-    from nmtkit.config import DataConfig
+    from nmtkit.config.sections import DataConfig
     from nmtkit.data.subword import train_subword
 
     lines = [" ".join(WORDS_AFTER_NORMALIZATION), "the file of the cafe", "end of the file"] * 40

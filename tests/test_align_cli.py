@@ -13,13 +13,13 @@ import torch.nn.functional as F
 from scripts import load_script
 from typer.testing import CliRunner
 
-from nmtkit.checkpoint import make_payload, save_atomic
+from nmtkit.checkpoint.payload import make_payload, save_atomic
 from nmtkit.cli import app
-from nmtkit.config import DataConfig
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import DataConfig
 from nmtkit.data.dataset import encode_sources, pad_sequences
 from nmtkit.data.subword import BOS, EOS, PAD, train_subword
 from nmtkit.registry import build_model
-from nmtkit.run_config import build_config
 
 make_data = load_script("recipes/reverse/make_data.py", "reverse_make_data")
 MODEL = {"name": "transformer", "encoder_layers": 1, "decoder_layers": 2, "d_model": 32, "heads": 2, "ffn": 64,

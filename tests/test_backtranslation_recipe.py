@@ -16,10 +16,10 @@ import yaml
 from scripts import ROOT, load_script, recipe_path
 from test_messages import mo_bytes
 
-from nmtkit.config import StageConfig
-from nmtkit.config_values import from_dict
+from nmtkit.config.sections import StageConfig
+from nmtkit.config.values import from_dict
 from nmtkit.data.corpora import read_corpora
-from nmtkit.placeholders import load_patterns
+from nmtkit.symbols.placeholders import load_patterns
 
 monolingual = load_script("recipes/backtranslation/monolingual.py", "backtranslation_monolingual")
 systems = load_script("recipes/backtranslation/systems.py", "backtranslation_systems")

@@ -14,11 +14,11 @@ import pytest
 import torch
 from cli_runner import assert_error, nmtkit
 
-from nmtkit.checkpoint import make_payload, save_atomic
-from nmtkit.config import MAX_LINE_BYTES
+from nmtkit.checkpoint.payload import make_payload, save_atomic
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import MAX_LINE_BYTES
 from nmtkit.data.prepare import load_subwords
 from nmtkit.registry import build_model
-from nmtkit.run_config import build_config
 
 WORDS = "a b c d e f g h".split()
 LONG_LINE = " ".join(WORDS[i % 8] for i in range(50_000)) + "a"  # 100,000 characters, 50,000 words

@@ -1,4 +1,4 @@
-"""Tests for nmtkit/checkpoint.py: self-contained payloads, atomic writes and clear errors on bad files."""
+"""Tests for nmtkit/checkpoint/payload.py: self-contained payloads, atomic writes and clear errors on bad files."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ import time
 import pytest
 import torch
 
-import nmtkit.checkpoint as checkpoint
-from nmtkit.checkpoint import FORMAT, load_checkpoint, make_payload, restore_model, save_atomic
-from nmtkit.config import DataConfig
+import nmtkit.checkpoint.payload as checkpoint
+from nmtkit.checkpoint.payload import FORMAT, load_checkpoint, make_payload, restore_model, save_atomic
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import DataConfig
 from nmtkit.data.dataset import encode_sources, pad_sequences
 from nmtkit.data.subword import BOS, train_subword
 from nmtkit.errors import NmtkitError
 from nmtkit.registry import build_model
-from nmtkit.run_config import build_config
 
 WORDS = "the a cat dog sees eats runs big small red fish bird tree house".split()
 TINY_MODEL = {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32, "max_positions": 64}

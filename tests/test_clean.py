@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import nmtkit.data.clean as clean_module
-from nmtkit.config import DataConfig
+from nmtkit.config.sections import DataConfig
 from nmtkit.data.clean import Cleaner, DigestSet, FilterStats, RemovedPairs, filter_pairs
 from nmtkit.data.corpus import median_length_ratio
 

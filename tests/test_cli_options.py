@@ -12,7 +12,7 @@ import typer.rich_utils
 from typer.testing import CliRunner
 
 from nmtkit.cli_options import ConfigValues, config_options, field_options
-from nmtkit.config import option
+from nmtkit.config.sections import option
 
 
 @dataclass

@@ -1,5 +1,5 @@
-"""Tests for nmtkit/config.py: typed dataclass configs, YAML files, dotted overrides, and command-line flags merged
-into a section."""
+"""Tests for nmtkit/config/sections.py: typed dataclass configs, YAML files, dotted overrides, and command-line flags
+merged into a section."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import dataclasses
 
 import pytest
 
-from nmtkit.config import DataConfig, DecodeConfig, TrainConfig, help_for, option
-from nmtkit.config_files import apply_overrides, data_config, load_yaml, merge_flags
-from nmtkit.config_values import check_numbers, from_dict
+from nmtkit.config.files import apply_overrides, data_config, load_yaml, merge_flags
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import DataConfig, DecodeConfig, TrainConfig, help_for, option
+from nmtkit.config.values import check_numbers, from_dict
 from nmtkit.errors import NmtkitError
-from nmtkit.run_config import build_config
 
 
 @pytest.mark.parametrize("data, key", [

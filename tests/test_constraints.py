@@ -1,5 +1,5 @@
-"""Tests for nmtkit/constraints.py, nmtkit/constraint_tracker.py and constrained beam search: the search parts
-alone (phrase tracking, bank allocation), the search against exhaustive search on fixed-probability tables,
+"""Tests for nmtkit/decoding/constraints.py, nmtkit/decoding/constraint_tracker.py and constrained beam search: the
+search parts alone (phrase tracking, bank allocation), the search against exhaustive search on fixed-probability tables,
 invariants on random models of every registered architecture, and the text side (phrases and prefixes encoded with
 real SentencePiece models)."""
 
@@ -17,8 +17,9 @@ from scaling import assert_linear
 from test_models import NAMES, encoded, make_model
 from test_search import EMPTY_FIRST, LENGTH_CASE, MISLEADING, PENALTIES, FixedDecoder, sources, table
 
-from nmtkit.config import DataConfig
-from nmtkit.constraint_tracker import (
+from nmtkit.config.sections import DataConfig
+from nmtkit.data.subword import EOS, train_subword
+from nmtkit.decoding.constraint_tracker import (
     ConstraintState,
     ConstraintTracker,
     PhraseAutomata,
@@ -28,7 +29,7 @@ from nmtkit.constraint_tracker import (
     rank_within,
     repeated,
 )
-from nmtkit.constraints import (
+from nmtkit.decoding.constraints import (
     ConstraintEncoder,
     Constraints,
     PieceTable,
@@ -37,8 +38,7 @@ from nmtkit.constraints import (
     constrained_limits,
     split_prefix,
 )
-from nmtkit.data.subword import EOS, train_subword
-from nmtkit.search import LengthPenalty, beam_search, max_lengths
+from nmtkit.decoding.search import LengthPenalty, beam_search, max_lengths
 
 # --- the parts ---
 
@@ -183,7 +183,7 @@ def test_a_step_with_800_constraints_advances_only_the_kept_candidates(monkeypat
         advanced.append(args[4].size(0))  # progress (N, P): N rows advanced
         return advance_phrases(*args)
 
-    monkeypatch.setattr("nmtkit.constraint_tracker.advance_phrases", recording)
+    monkeypatch.setattr("nmtkit.decoding.constraint_tracker.advance_phrases", recording)
     tracker = ConstraintTracker([Constraints(positive=tuple((5 + index,) for index in range(800)))],
                                 torch.device("cpu"))
     state, sentences = tracker.initial_state(16), torch.zeros(1, dtype=torch.long)

@@ -6,11 +6,11 @@ from __future__ import annotations
 import torch
 from scripts import load_script
 
-from nmtkit.checkpoint import make_payload, save_atomic
-from nmtkit.config import DataConfig
+from nmtkit.checkpoint.payload import make_payload, save_atomic
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import DataConfig
 from nmtkit.data.subword import train_subword
 from nmtkit.registry import build_model
-from nmtkit.run_config import build_config
 
 evaluation = load_script("benchmarks/experiments/constraints_eval.py", "constraints_eval")
 

@@ -13,10 +13,10 @@ from model_checks import assert_step_matches_forward
 
 from nmtkit.data.dataset import encode_sources, pad_sequences
 from nmtkit.data.subword import BOS, EOS, PAD
+from nmtkit.decoding.search import beam_search, greedy_search, max_lengths
 from nmtkit.errors import NmtkitError
 from nmtkit.models.convs2s import ConvS2SConfig, multi_step_attention, scale_gradient
 from nmtkit.registry import build_model
-from nmtkit.search import beam_search, greedy_search, max_lengths
 
 VOCAB = 12
 TINY = ConvS2SConfig(embed_dim=16, hidden=24, encoder_layers=2, decoder_layers=2, out_embed_dim=16, dropout=0.1,

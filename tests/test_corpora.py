@@ -14,17 +14,17 @@ import pytest
 import torch
 from cli_runner import assert_error, nmtkit
 
-from nmtkit.checkpoint import make_payload, save_atomic
-from nmtkit.config import DataConfig
+from nmtkit.checkpoint.payload import make_payload, save_atomic
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import DataConfig
 from nmtkit.data.corpora import check_corpus_names, corpus_ranges, read_corpora
 from nmtkit.data.corpus import iter_lines
 from nmtkit.data.dataset import TokenArray
 from nmtkit.data.prepare import load_subwords
 from nmtkit.data.prepare_corpora import prepare_corpora
+from nmtkit.decoding.inputs import Request
 from nmtkit.errors import NmtkitError
-from nmtkit.inputs import Request
 from nmtkit.registry import build_model
-from nmtkit.run_config import build_config
 from nmtkit.training.command import train_command
 from nmtkit.translate import Translator
 

@@ -14,8 +14,8 @@ import pytest
 from cli_runner import nmtkit
 from scripts import ROOT, load_script, recipe_path
 
-from nmtkit.config_files import load_yaml
-from nmtkit.run_config import build_config
+from nmtkit.config.files import load_yaml
+from nmtkit.config.run import build_config
 
 make_data = load_script("recipes/reverse/make_data.py", "reverse_make_data")
 report = load_script("recipes/distill/report.py", "distill_report")

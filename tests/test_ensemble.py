@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 
 from nmtkit.data.subword import BOS
-from nmtkit.ensemble import Ensemble
-from nmtkit.search import beam_search, greedy_search, max_lengths
+from nmtkit.decoding.ensemble import Ensemble
+from nmtkit.decoding.search import beam_search, greedy_search, max_lengths
 
 
 def step_through(model, src, src_mask, tgt_in):

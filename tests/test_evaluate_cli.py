@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 
 from nmtkit.cli import app
 from nmtkit.errors import NmtkitError
-from nmtkit.evaluate import EvaluateConfig, language_of
-from nmtkit.evaluate import evaluate as evaluate_lines
+from nmtkit.metrics.command import EvaluateConfig, language_of
+from nmtkit.metrics.command import evaluate as evaluate_lines
 from nmtkit.metrics.tokenize import tokenizer_usable
 
 HYPOTHESES = [hypothesis for _, hypothesis in REAL]

@@ -23,17 +23,17 @@ from letter_task import letter_lines, letter_task, train_tiny
 from scripts import ROOT, load_script
 
 from nmtkit import Translator
-from nmtkit.checkpoint import load_checkpoint, make_payload, restore_model, save_atomic
-from nmtkit.config import DecodeConfig
+from nmtkit.checkpoint.payload import load_checkpoint, make_payload, restore_model, save_atomic
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import DecodeConfig
 from nmtkit.data.dataset import encode_sources
 from nmtkit.data.subword import EOS
+from nmtkit.decoding.inputs import Request
+from nmtkit.decoding.search import max_lengths
 from nmtkit.errors import NmtkitError
 from nmtkit.export.ctranslate2 import export_model, model_spec
-from nmtkit.inputs import Request
 from nmtkit.modules.embeddings import sinusoidal_table
 from nmtkit.registry import build_model
-from nmtkit.run_config import build_config
-from nmtkit.search import max_lengths
 from nmtkit.translate.ctranslate2_engine import NO_LENGTH_PENALTY, CTranslate2Engine, search_groups, search_options
 from nmtkit.translate.exported import load_exported
 

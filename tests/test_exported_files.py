@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from cli_runner import assert_error, nmtkit
 
-from nmtkit.config import DataConfig
+from nmtkit.config.sections import DataConfig
 from nmtkit.data.lines import SMALL_FILE_BYTES
 from nmtkit.data.subword import train_subword
 from nmtkit.errors import NmtkitError

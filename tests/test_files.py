@@ -10,14 +10,14 @@ import pytest
 import typer.main
 from cli_runner import assert_error, nmtkit
 
-from nmtkit.checkpoint import make_payload, save_atomic
+from nmtkit.checkpoint.payload import make_payload, save_atomic
 from nmtkit.cli import app
-from nmtkit.config import DataConfig
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import DataConfig
 from nmtkit.data.files import digest_prefix, overlaps, refuse_onto_inputs, sha256_of, write_atomic
 from nmtkit.data.subword import train_subword
 from nmtkit.errors import NmtkitError
 from nmtkit.registry import build_model
-from nmtkit.run_config import build_config
 
 
 @pytest.fixture

@@ -11,12 +11,12 @@ import torch
 from training_runs import copy_task
 from typer.testing import CliRunner
 
-from nmtkit.checkpoint import load_checkpoint, save_atomic
+from nmtkit.checkpoint.payload import load_checkpoint, save_atomic
 from nmtkit.cli import app
-from nmtkit.config_files import apply_overrides
+from nmtkit.config.files import apply_overrides
+from nmtkit.config.run import build_config
 from nmtkit.data.command import vocabulary_of
 from nmtkit.errors import NmtkitError
-from nmtkit.run_config import build_config
 from nmtkit.training.command import train_command
 from nmtkit.training.config import completed
 from nmtkit.training.finetune import layer_maps, model_differences, spread

@@ -18,14 +18,14 @@ import torch
 from cli_runner import nmtkit
 from test_markup import TINY, EchoEngine, is_xml  # the same echo engine, tiny model and check
 
-from nmtkit.checkpoint import LoadedModel, make_payload, save_atomic
-from nmtkit.config import DataConfig, DecodeConfig
+from nmtkit.checkpoint.payload import LoadedModel, make_payload, save_atomic
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import DataConfig, DecodeConfig
 from nmtkit.data.subword import Subword, train_subword
 from nmtkit.export.ctranslate2 import export_model
-from nmtkit.markup import MarkupStats, translate_fragments
-from nmtkit.placeholders import Patterns, load_patterns, reserved_symbols
 from nmtkit.registry import build_model
-from nmtkit.run_config import build_config
+from nmtkit.symbols.markup import MarkupStats, translate_fragments
+from nmtkit.symbols.placeholders import Patterns, load_patterns, reserved_symbols
 from nmtkit.translate import Translator, translate_html
 from nmtkit.translate.html_text import TextPlaceholders, decoded
 from nmtkit.translate.masking import Masking

@@ -112,10 +112,10 @@ def test_training_is_imported_by_the_command_line_alone():
 
 
 def test_the_data_package_imports_nothing_above_it():
-    """prepare takes a checkpoint's vocabulary through nmtkit.checkpoint_file, below the models, not through
-    nmtkit.checkpoint or fine-tuning."""
-    above = ("nmtkit.cli", "nmtkit.training", "nmtkit.translate", "nmtkit.align", "nmtkit.search", "nmtkit.checkpoint",
-             "nmtkit.run_config", "nmtkit.models", "nmtkit.modules")
+    """prepare takes a checkpoint's vocabulary through nmtkit.checkpoint.file, below the models, not through
+    nmtkit.checkpoint.payload or fine-tuning."""
+    above = ("nmtkit.cli", "nmtkit.training", "nmtkit.translate", "nmtkit.align", "nmtkit.decoding.search",
+             "nmtkit.checkpoint.payload", "nmtkit.config.run", "nmtkit.models", "nmtkit.modules")
     graph = import_graph()
     upward = {name: sorted(t for t in targets if within(t, above))
               for name, targets in graph.items() if within(name, ("nmtkit.data",))}
@@ -151,7 +151,7 @@ def test_the_exported_model_path_imports_no_torch():
     or numpy (0.08 s): the modules on its path import neither when loaded (tests/test_export.py translates through
     them)."""
     path = ["nmtkit.cli", "nmtkit.translate", "nmtkit.translate.translator", "nmtkit.translate.engine",
-            "nmtkit.translate.exported", "nmtkit.translate.ctranslate2_engine", "nmtkit.hypotheses",
+            "nmtkit.translate.exported", "nmtkit.translate.ctranslate2_engine", "nmtkit.decoding.hypotheses",
             "nmtkit.data.batching"]
     script = ("import importlib, sys\n"
               f"for name in {path!r}:\n"

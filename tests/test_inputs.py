@@ -1,5 +1,5 @@
-"""Input formats (nmtkit/inputs.py): the parsers alone, then `nmtkit translate --input-format` through the command
-line on untrained tiny Transformers written in-process (these tests are about what the output must contain or
+"""Input formats (nmtkit/decoding/inputs.py): the parsers alone, then `nmtkit translate --input-format` through the
+command line on untrained tiny Transformers written in-process (these tests are about what the output must contain or
 start with, not about translation quality)."""
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from cli_runner import assert_error, nmtkit
 from scaling import assert_linear
 from typer.testing import CliRunner
 
-from nmtkit.checkpoint import make_payload, save_atomic
+from nmtkit.checkpoint.payload import make_payload, save_atomic
 from nmtkit.cli import app
-from nmtkit.config import DataConfig
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import DataConfig
 from nmtkit.data.subword import train_subword
+from nmtkit.decoding.inputs import Request, parse_requests
 from nmtkit.errors import NmtkitError
-from nmtkit.inputs import Request, parse_requests
 from nmtkit.registry import build_model
-from nmtkit.run_config import build_config
 
 WORDS = "uno dos tres cuatro cinco seis siete ocho nueve diez Paul Peter Jerusalem Theophilus the then there".split()
 # Translations here run on the CPU: these tests compare a line translated among others, or with constraints, against

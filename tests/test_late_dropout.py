@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nmtkit.config import TrainConfig
+from nmtkit.config.sections import TrainConfig
 from nmtkit.models.transformer import Transformer, TransformerConfig
 from nmtkit.training.late_dropout import LateDropout
 

@@ -15,12 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scaling import assert_linear
 
-from nmtkit.config import MAX_LINE_BYTES, DataConfig
+from nmtkit.config.sections import MAX_LINE_BYTES, DataConfig
 from nmtkit.data.corpus import iter_lines
 from nmtkit.data.lines import SMALL_FILE_BYTES, bounded_lines
 from nmtkit.data.prepare import load_subwords, read_manifest
+from nmtkit.decoding.inputs import open_lines
 from nmtkit.errors import NmtkitError
-from nmtkit.inputs import open_lines
 
 HUGE = 32 << 20  # one line of 32 MiB, 32 KB of gzip
 CAP = 64 << 10

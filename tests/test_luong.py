@@ -14,12 +14,12 @@ from model_checks import assert_step_matches_forward
 
 from nmtkit.data.dataset import encode_sources, pad_sequences
 from nmtkit.data.subword import BOS
+from nmtkit.decoding.search import beam_search, max_lengths
 from nmtkit.errors import NmtkitError
 from nmtkit.models.luong import LuongConfig
 from nmtkit.modules.attention import masked_softmax
 from nmtkit.modules.rnn import bridge_aligned_at_bottom, reverse_all_tokens_index
 from nmtkit.registry import build_model
-from nmtkit.search import beam_search, max_lengths
 
 VOCAB = 14
 TINY = LuongConfig(embed_dim=6, hidden=8, encoder_layers=2, decoder_layers=2, dropout=0.1, attention_hidden=5,

@@ -1,5 +1,5 @@
-"""HTML/XML input (nmtkit/markup.py): what goes to the model, what is kept, the repair of what a model does to tag
-symbols, well-formed output under a fake translation that scrambles, drops and duplicates words and symbols; then
+"""HTML/XML input (nmtkit/symbols/markup.py): what goes to the model, what is kept, the repair of what a model does to
+tag symbols, well-formed output under a fake translation that scrambles, drops and duplicates words and symbols; then
 `nmtkit translate --input-format html` end to end on untrained tiny Transformers (with and without the reserved
 symbols in their vocabulary)."""
 
@@ -17,16 +17,16 @@ import torch
 from cli_runner import assert_error, nmtkit
 from typer.testing import CliRunner
 
-from nmtkit.checkpoint import LoadedModel, make_payload, save_atomic
+from nmtkit.checkpoint.payload import LoadedModel, make_payload, save_atomic
 from nmtkit.cli import app
-from nmtkit.config import DataConfig, DecodeConfig
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import DataConfig, DecodeConfig
 from nmtkit.data.subword import Subword, train_subword
+from nmtkit.decoding.hypotheses import Hypothesis
 from nmtkit.errors import NmtkitError
-from nmtkit.hypotheses import Hypothesis
-from nmtkit.markup import VOID, MarkupStats, repair, skip_tags, translate_fragments
-from nmtkit.placeholders import CLOSE, OPEN, reserved_symbols
 from nmtkit.registry import build_model
-from nmtkit.run_config import build_config
+from nmtkit.symbols.markup import VOID, MarkupStats, repair, skip_tags, translate_fragments
+from nmtkit.symbols.placeholders import CLOSE, OPEN, reserved_symbols
 from nmtkit.translate import Translator, translate_html
 from nmtkit.translate.engine import Capabilities
 

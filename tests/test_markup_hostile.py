@@ -1,6 +1,6 @@
-"""Hostile input for HTML (nmtkit/markup.py, markup_scan.py, markup_repair.py, translate/html_text.py), issue 63:
-linear time on adversarial families (`scaling.assert_linear`); every character of a fragment in exactly one piece and
-an identity translation giving the fragment back, exactly or after the documented rule for translated text
+"""Hostile input for HTML (nmtkit/symbols/markup.py, markup_scan.py, markup_repair.py, translate/html_text.py), issue
+63: linear time on adversarial families (`scaling.assert_linear`); every character of a fragment in exactly one piece
+and an identity translation giving the fragment back, exactly or after the documented rule for translated text
 (hypothesis); the tokenizer against html.parser on well-formed fragments, `pairs`, `settle` and `trim` against their
 former definitions; each finding reproduced."""
 
@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scaling import assert_linear
 
-from nmtkit.markup import (
+from nmtkit.symbols.markup import (
     ATOM,
     BREAK,
     CLOSE_TAG,
@@ -34,9 +34,9 @@ from nmtkit.markup import (
     translate_fragments,
     trim,
 )
-from nmtkit.markup_repair import SYMBOL_SPLIT
-from nmtkit.markup_scan import EMPTY, END, START, scan
-from nmtkit.placeholders import CLOSE, OPEN, PLACEHOLDER_SYMBOLS, load_patterns
+from nmtkit.symbols.markup_repair import SYMBOL_SPLIT
+from nmtkit.symbols.markup_scan import EMPTY, END, START, scan
+from nmtkit.symbols.placeholders import CLOSE, OPEN, PLACEHOLDER_SYMBOLS, load_patterns
 from nmtkit.translate.html_text import TextPlaceholders, decoded
 from nmtkit.translate.html_text import tokens as symbols_and_texts
 

@@ -20,18 +20,18 @@ from aiohttp.test_utils import TestClient, TestServer
 from cli_runner import assert_error, nmtkit
 from letter_task import letter_lines, train_tiny
 
-from nmtkit.checkpoint import make_payload, save_atomic
-from nmtkit.config import DataConfig, DecodeConfig
+from nmtkit.checkpoint.payload import make_payload, save_atomic
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import DataConfig, DecodeConfig
 from nmtkit.data.prepare import SplitFiles, prepare_data
 from nmtkit.data.subword import train_subword
+from nmtkit.decoding.hypotheses import Hypothesis
+from nmtkit.decoding.inputs import Request
 from nmtkit.errors import NmtkitError
 from nmtkit.export.ctranslate2 import export_model
-from nmtkit.hypotheses import Hypothesis
-from nmtkit.inputs import Request
-from nmtkit.placeholders import load_patterns, placeholder_keys, reserved_symbols
 from nmtkit.registry import build_model
-from nmtkit.run_config import build_config
 from nmtkit.serve.app import ServeConfig, Service, make_app
+from nmtkit.symbols.placeholders import load_patterns, placeholder_keys, reserved_symbols
 from nmtkit.translate import Translator
 from nmtkit.translate.engine import Capabilities
 from nmtkit.translate.masking import PlaceholderCounts, word_map

@@ -16,8 +16,8 @@ from model_checks import assert_step_matches_forward
 import nmtkit.models  # noqa: F401  (registers the built-in models)
 from nmtkit.data.dataset import encode_sources, pad_sequences
 from nmtkit.data.subword import BOS, EOS
+from nmtkit.decoding.search import beam_search, greedy_search, max_lengths
 from nmtkit.registry import MODELS, build_model
-from nmtkit.search import beam_search, greedy_search, max_lengths
 
 VOCAB = 14
 NAMES = sorted(MODELS)

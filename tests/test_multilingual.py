@@ -13,14 +13,14 @@ import pytest
 from typer.testing import CliRunner
 
 from nmtkit.cli import app
-from nmtkit.config import DataConfig, DecodeConfig
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import DataConfig, DecodeConfig
 from nmtkit.data.dataset import TokenArray
 from nmtkit.data.multilingual import read_pairs
 from nmtkit.data.prepare import load_subwords
 from nmtkit.data.prepare_corpora import prepare_corpora
+from nmtkit.decoding.inputs import Request
 from nmtkit.errors import NmtkitError
-from nmtkit.inputs import Request
-from nmtkit.run_config import build_config
 from nmtkit.training.config import completed
 from nmtkit.training.loop import train
 from nmtkit.translate import Translator
@@ -113,7 +113,7 @@ def model(data: Path, tmp_path_factory) -> Path:
 def test_translate_adds_the_chosen_tag_once(model: Path, monkeypatch):
     import torch
 
-    from nmtkit.ensemble import load_models
+    from nmtkit.decoding.ensemble import load_models
 
     loaded = load_models([model], torch.device("cpu"))
     assert sorted(loaded.tags) == ["de", "en", "fr"]

@@ -11,12 +11,12 @@ import pytest
 import torch
 from scripts import load_script
 
-from nmtkit.checkpoint import make_payload
-from nmtkit.config import DataConfig
+from nmtkit.checkpoint.payload import make_payload
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import DataConfig
 from nmtkit.data.subword import BOS, EOS, PAD, UNK, train_subword
 from nmtkit.modules.embeddings import sinusoidal_table
 from nmtkit.registry import build_model
-from nmtkit.run_config import build_config
 
 onmt_convert = load_script("benchmarks/onmt_convert.py", "onmt_convert")
 

@@ -1,6 +1,6 @@
-"""Tests for nmtkit/placeholder_guard.py and the guarded searches: the rule's parts on hand-made states; models of
-fixed probabilities that would drop, duplicate or misnest symbols; guarded beam search against exhaustive search
-over short outputs; user constraints, negative constraints and prefixes alongside; and the PyTorch engine on a
+"""Tests for nmtkit/decoding/placeholder_guard.py and the guarded searches: the rule's parts on hand-made states;
+models of fixed probabilities that would drop, duplicate or misnest symbols; guarded beam search against exhaustive
+search over short outputs; user constraints, negative constraints and prefixes alongside; and the PyTorch engine on a
 tiny model whose vocabulary holds the reserved symbols (and one whose vocabulary does not)."""
 
 from __future__ import annotations
@@ -15,18 +15,18 @@ from scripts import load_script
 from test_constraints import meets
 from test_search import PENALTIES, FixedDecoder
 
-from nmtkit.checkpoint import LoadedModel
-from nmtkit.config import DataConfig, DecodeConfig
-from nmtkit.constraints import Constraints, constrained_limits
+from nmtkit.checkpoint.payload import LoadedModel
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import DataConfig, DecodeConfig
 from nmtkit.data.dataset import encode_sources
 from nmtkit.data.subword import BOS, EOS, Subword, train_subword
+from nmtkit.decoding.constraints import Constraints, constrained_limits
+from nmtkit.decoding.placeholder_guard import ReservedIds
+from nmtkit.decoding.search import Sampler, beam_search, greedy_search
 from nmtkit.models.base import EncoderDecoder
-from nmtkit.placeholder_check import check
-from nmtkit.placeholder_guard import ReservedIds
-from nmtkit.placeholders import reserved_symbols
 from nmtkit.registry import build_model
-from nmtkit.run_config import build_config
-from nmtkit.search import Sampler, beam_search, greedy_search
+from nmtkit.symbols.placeholder_check import check
+from nmtkit.symbols.placeholders import reserved_symbols
 from nmtkit.translate import Translator
 from nmtkit.translate.torch_engine import TorchEngine
 

@@ -1,4 +1,4 @@
-"""nmtkit.placeholders: the families, leftmost-longest search, mask -> restore round trips (property tests), the
+"""nmtkit.symbols.placeholders: the families, leftmost-longest search, mask -> restore round trips (property tests), the
 pairing of tags, training pairs, the check after decoding, and pattern files."""
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from training_runs import tiny_config
 
-from nmtkit.checkpoint import load_checkpoint, restore_model
-from nmtkit.config import DataConfig
+from nmtkit.checkpoint.payload import load_checkpoint, restore_model
+from nmtkit.config.sections import DataConfig
 from nmtkit.data.corpora import Corpus
 from nmtkit.data.prepare import SplitFiles, load_subwords, prepare_data
 from nmtkit.data.prepare_corpora import prepare_corpora
 from nmtkit.errors import NmtkitError
-from nmtkit.placeholder_check import Check, check
-from nmtkit.placeholders import (
+from nmtkit.symbols.placeholder_check import Check, check
+from nmtkit.symbols.placeholders import (
     BUILTINS,
     CLOSE,
     OPEN,
@@ -448,7 +448,7 @@ def test_the_subword_model_learns_from_the_unmasked_text(tmp_path, monkeypatch, 
 def test_a_record_of_the_built_ins_before_re2_masks_as_they_did():
     """A manifest or checkpoint written while the built-ins ran on Python's re records `\\s` (Unicode there, ASCII
     on RE2): read back, it is today's built-in, which spells Python's whitespace out."""
-    from nmtkit.pattern_files import BEFORE_RE2
+    from nmtkit.symbols.pattern_files import BEFORE_RE2
 
     recorded = {**{name: family.regex for name, family in BUILTINS.items()}, **BEFORE_RE2}
     text = '<a\u00a0href="x">y</a> {0,\u3000-5} %s'

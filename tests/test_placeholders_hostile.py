@@ -1,4 +1,4 @@
-"""Hostile input for placeholders (nmtkit/placeholders.py, pattern_search.py, placeholder_check.py,
+"""Hostile input for placeholders (nmtkit/symbols/placeholders.py, pattern_search.py, placeholder_check.py,
 translate/masking.py, translate/repair.py), issue 63: linear time on adversarial families for recognising, masking,
 restoring, pairing, keying and checking (`scaling.assert_linear`), with the built-in patterns and with catastrophic
 pattern files; each finding reproduced (they took seconds at n = 10,000 on Python's re)."""
@@ -9,9 +9,9 @@ import pytest
 from scaling import assert_linear
 
 from nmtkit.errors import NmtkitError
-from nmtkit.pattern_search import MAX_SPAN
-from nmtkit.placeholder_check import check
-from nmtkit.placeholders import (
+from nmtkit.symbols.pattern_search import MAX_SPAN
+from nmtkit.symbols.placeholder_check import check
+from nmtkit.symbols.placeholders import (
     CLOSE,
     OPEN,
     SYMBOL,

@@ -17,14 +17,14 @@ import pytest
 from cli_runner import assert_error, nmtkit
 
 import nmtkit.data.prepare as prepare_module
-from nmtkit.config import DataConfig
+from nmtkit.config.sections import DataConfig
 from nmtkit.data.corpus import read_lines
 from nmtkit.data.dataset import TokenArray
 from nmtkit.data.prepare import SplitFiles, load_subwords, prepare_data, subword_sample
 from nmtkit.data.staging import PREPARED, finish_interrupted
 from nmtkit.data.subword import run_trainer, train_subword
 from nmtkit.errors import NmtkitError
-from nmtkit.evaluate import EvaluateConfig, evaluate_files
+from nmtkit.metrics.command import EvaluateConfig, evaluate_files
 
 WORDS_A = ["casa", "perro", "gato", "libro", "mesa", "agua", "sol", "luna"]
 WORDS_B = ["house", "dog", "cat", "book", "table", "water", "sun", "moon", "the"]

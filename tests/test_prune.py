@@ -12,12 +12,12 @@ import torch
 from training_runs import copy_task
 from typer.testing import CliRunner
 
-from nmtkit.checkpoint import load_checkpoint
+from nmtkit.checkpoint.payload import load_checkpoint
 from nmtkit.cli import app
+from nmtkit.config.run import build_config
 from nmtkit.errors import NmtkitError
 from nmtkit.models.transformer import Transformer, TransformerConfig
 from nmtkit.modules.embeddings import sinusoidal_table
-from nmtkit.run_config import build_config
 from nmtkit.training.config import completed
 from nmtkit.training.loop import train
 from nmtkit.training.prune import hidden_channels, kept_heads, kept_neurons, pruned_weights

@@ -1,6 +1,6 @@
 """nmtkit.translate.repair: hand-made translations that lost, duplicated, invented, misnested or broke symbols come
-out with each source symbol exactly once, no other, tag pairs nested (`nmtkit.placeholder_check.check` passes), and the
-rest of the text as it was."""
+out with each source symbol exactly once, no other, tag pairs nested (`nmtkit.symbols.placeholder_check.check` passes),
+and the rest of the text as it was."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from nmtkit.placeholder_check import check
-from nmtkit.placeholders import OPEN, SYMBOL, load_patterns, mask
+from nmtkit.symbols.placeholder_check import check
+from nmtkit.symbols.placeholders import OPEN, SYMBOL, load_patterns, mask
 from nmtkit.translate.repair import STRAY, insert_missing, remove_spelled, repair, spelled, symbols
 
 SOURCE = "Open ｟ph1｠ in ｟t1｠the ｟t2｠new｟/t2｠ window｟/t1｠ now ｟ph2｠"

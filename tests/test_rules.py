@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 from scaling import assert_linear
 
-from nmtkit.config import DataConfig
+from nmtkit.config.sections import DataConfig
 from nmtkit.data import rules
 from nmtkit.data.clean import Cleaner
 from nmtkit.data.scripts import SCRIPTS, base_language, script_share, script_words, scripts_of

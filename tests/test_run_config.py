@@ -1,15 +1,15 @@
-"""Tests for nmtkit/run_config.py: a run's whole config, its model section typed by the model it names (train's config
+"""Tests for nmtkit/config/run.py: a run's whole config, its model section typed by the model it names (train's config
 from its file, --model, flags and overrides: tests/test_training_config.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from nmtkit.config import DecodeConfig, TrainConfig
-from nmtkit.config_files import load_yaml, save_yaml
+from nmtkit.config.files import load_yaml, save_yaml
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import DecodeConfig, TrainConfig
 from nmtkit.errors import NmtkitError
 from nmtkit.models.transformer import TransformerConfig
-from nmtkit.run_config import build_config
 
 
 def test_defaults_build_a_transformer_config():

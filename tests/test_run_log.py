@@ -9,7 +9,7 @@ from pathlib import Path
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from training_runs import copy_task
 
-from nmtkit.run_config import build_config
+from nmtkit.config.run import build_config
 from nmtkit.training.config import completed
 from nmtkit.training.loop import train
 from nmtkit.training.run_log import RunLog, scalars

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from nmtkit.config import TrainConfig
+from nmtkit.config.sections import TrainConfig
 from nmtkit.training.schedule import (
     CPU_SCHEDULE,
     GPU_SCHEDULE,

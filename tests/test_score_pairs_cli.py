@@ -18,12 +18,12 @@ from cli_runner import assert_error, nmtkit
 from pair_models import MAX_POSITIONS, SOURCES, TARGETS, make_files, save_model, subword, write_corpus
 from scaling import assert_linear
 
-from nmtkit.ensemble import load_models
-from nmtkit.placeholders import load_patterns, reserved_symbols
+from nmtkit.decoding.ensemble import load_models
 from nmtkit.scoring import command
 from nmtkit.scoring.command import PairFiles, check_languages, load_directions
 from nmtkit.scoring.config import PairScoreConfig
 from nmtkit.scoring.entropy import score_chunk, token_entropies
+from nmtkit.symbols.placeholders import load_patterns, reserved_symbols
 
 ROOT = Path(__file__).resolve().parents[1]
 

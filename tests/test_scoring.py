@@ -17,14 +17,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pair_models import SOURCES, TARGETS, save_model, subword
 
-from nmtkit.checkpoint import LoadedModel
+from nmtkit.checkpoint.payload import LoadedModel
+from nmtkit.config.run import build_config
 from nmtkit.data.dataset import encode_sources
 from nmtkit.data.files import replacing
 from nmtkit.data.subword import BOS, EOS
-from nmtkit.ensemble import load_models
+from nmtkit.decoding.ensemble import load_models
 from nmtkit.errors import NmtkitError
 from nmtkit.models.base import EncoderDecoder
-from nmtkit.run_config import build_config
 from nmtkit.scoring.command import PairFiles, Scores, copy_pairs, score_lines
 from nmtkit.scoring.entropy import Direction, score_chunk, token_entropies
 from nmtkit.scoring.selection import (

@@ -1,4 +1,4 @@
-"""Tests for nmtkit/search.py with a fake decoder of fixed probabilities (as fairseq's search tests do)
+"""Tests for nmtkit/decoding/search.py with a fake decoder of fixed probabilities (as fairseq's search tests do)
 and with a tiny random Transformer for batching invariants."""
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ from torch import Tensor
 
 from nmtkit.data.dataset import encode_sources
 from nmtkit.data.subword import BOS, EOS
-from nmtkit.hypotheses import length_limits
-from nmtkit.models.base import EncoderDecoder, Memory, State
-from nmtkit.search import (
+from nmtkit.decoding.hypotheses import length_limits
+from nmtkit.decoding.search import (
     LengthPenalty,
     Sampler,
     beam_search,
@@ -26,6 +25,7 @@ from nmtkit.search import (
     keep_sentences,
     max_lengths,
 )
+from nmtkit.models.base import EncoderDecoder, Memory, State
 
 A, B = 4, 5  # the two ordinary tokens of the fake vocabulary
 VOCAB = 6

@@ -28,15 +28,15 @@ import torch
 from letter_task import letter_lines, letter_task, train_tiny
 from serve_process import Server
 
-from nmtkit.checkpoint import make_payload, save_atomic
-from nmtkit.config import DataConfig
+from nmtkit.checkpoint.payload import make_payload, save_atomic
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import DataConfig
 from nmtkit.data.subword import train_subword
 from nmtkit.export.ctranslate2 import export_model
-from nmtkit.placeholders import load_patterns, reserved_symbols
 from nmtkit.registry import build_model
-from nmtkit.run_config import build_config
 from nmtkit.serve.config import ServeConfig
 from nmtkit.serve.connections import LINGER_SECONDS
+from nmtkit.symbols.placeholders import load_patterns, reserved_symbols
 from nmtkit.translate import Translator
 
 BUDGET = 2.0  # --time-budget

@@ -18,10 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scaling import assert_linear
 
-from nmtkit.config import DecodeConfig
+from nmtkit.config.sections import DecodeConfig
+from nmtkit.decoding.inputs import Request
+from nmtkit.decoding.search import beam_search, greedy_search
 from nmtkit.errors import NmtkitError
-from nmtkit.inputs import Request
-from nmtkit.search import beam_search, greedy_search
 from nmtkit.serve.app import ServeConfig, Service, answer, make_app
 from nmtkit.serve.requests import MAX_DEPTH, BadRequest, RequestLimits, max_values, parse_body, parse_request
 from nmtkit.translate import Translator

@@ -12,7 +12,7 @@ from cli_runner import assert_error, nmtkit
 from letter_task import LETTERS, letter_lines, letter_task, train_tiny
 
 from nmtkit import Translator
-from nmtkit.config import DataConfig
+from nmtkit.config.sections import DataConfig
 from nmtkit.data.dataset import TokenArray
 from nmtkit.data.prepare import SplitFiles, load_subwords, prepare_data
 from nmtkit.export import shortlist as shortlist_module

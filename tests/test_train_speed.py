@@ -12,7 +12,7 @@ import yaml
 from scripts import ROOT, load_script
 from torch.utils.flop_counter import FlopCounterMode
 
-from nmtkit.config import DataConfig
+from nmtkit.config.sections import DataConfig
 from nmtkit.data.dataset import TokenArray
 from nmtkit.data.subword import train_subword
 from nmtkit.models.transformer import TransformerConfig

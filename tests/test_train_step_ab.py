@@ -10,7 +10,7 @@ import yaml
 from scripts import ROOT
 from training_runs import copy_task
 
-from nmtkit.run_config import build_config
+from nmtkit.config.run import build_config
 from nmtkit.training.config import completed
 from nmtkit.training.loop import train
 

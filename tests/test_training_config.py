@@ -8,10 +8,10 @@ import dataclasses
 
 import pytest
 
-from nmtkit.config import TrainConfig
-from nmtkit.config_files import save_yaml
+from nmtkit.config.files import save_yaml
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import TrainConfig
 from nmtkit.errors import NmtkitError
-from nmtkit.run_config import build_config
 from nmtkit.training.config import completed, open_settings, train_config
 from nmtkit.training.schedule import CPU_SCHEDULE
 

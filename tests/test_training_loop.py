@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from training_runs import copy_task, records, tiny_config
 
-from nmtkit.config import TrainConfig
+from nmtkit.config.sections import TrainConfig
 from nmtkit.errors import NmtkitError
 from nmtkit.runtime.distributed import World
 from nmtkit.training.loop import Trainer, TrainingClock, budget_left, new_window, training_record

@@ -16,13 +16,13 @@ import pytest
 from cli_runner import nmtkit
 from training_runs import TINY_MODEL, copy_task, records, wait_for_step
 
-from nmtkit.config import DataConfig, TrainConfig
-from nmtkit.config_values import from_dict
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import DataConfig, TrainConfig
+from nmtkit.config.values import from_dict
 from nmtkit.data.corpora import corpus_ranges, read_corpora
 from nmtkit.data.dataset import ParallelData, TokenArray
 from nmtkit.data.prepare_corpora import prepare_corpora
 from nmtkit.errors import NmtkitError
-from nmtkit.run_config import build_config
 from nmtkit.runtime.distributed import World
 from nmtkit.training.config import completed
 from nmtkit.training.mix import MixOrder, batch_order, epoch_batches, temperature_sample

@@ -13,14 +13,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nmtkit.config import DataConfig
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import DataConfig
 from nmtkit.data.augment import insert_word, title_words
 from nmtkit.data.corpora import read_corpora
 from nmtkit.data.dataset import ParallelData
 from nmtkit.data.prepare import load_subwords, read_manifest
 from nmtkit.data.prepare_corpora import prepare_corpora
 from nmtkit.errors import NmtkitError
-from nmtkit.run_config import build_config
 from nmtkit.runtime.distributed import World
 from nmtkit.training.bpe_dropout import BpeDropout
 from nmtkit.training.config import completed

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from training_runs import TINY_MODEL, copy_task, tiny_config
 
+from nmtkit.config.run import build_config
 from nmtkit.errors import NmtkitError
-from nmtkit.run_config import build_config
 from nmtkit.runtime.distributed import World
 from nmtkit.training.config import completed
 from nmtkit.training.setup import set_up

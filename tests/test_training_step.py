@@ -11,8 +11,8 @@ import torch
 from devices import device_params
 from training_runs import copy_task, records, tiny_config
 
+from nmtkit.config.run import build_config
 from nmtkit.errors import NmtkitError
-from nmtkit.run_config import build_config
 from nmtkit.training.loop import Trainer
 
 

@@ -8,13 +8,13 @@ import random
 import pytest
 import torch
 
-from nmtkit.checkpoint import LoadedModel, make_payload, save_atomic
-from nmtkit.config import DataConfig, DecodeConfig
+from nmtkit.checkpoint.payload import LoadedModel, make_payload, save_atomic
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import DataConfig, DecodeConfig
 from nmtkit.data.subword import train_subword
+from nmtkit.decoding.inputs import Request
 from nmtkit.errors import NmtkitError
-from nmtkit.inputs import Request
 from nmtkit.registry import build_model
-from nmtkit.run_config import build_config
 from nmtkit.runtime.precision import decoding_timings
 from nmtkit.translate import Translator, format_hypotheses, translate_stream
 from nmtkit.translate.torch_engine import TorchEngine

@@ -21,11 +21,11 @@ import torch
 from cli_runner import assert_error, nmtkit
 
 import nmtkit.translate.output as output_module
-from nmtkit.checkpoint import make_payload, save_atomic
-from nmtkit.config import DataConfig
+from nmtkit.checkpoint.payload import make_payload, save_atomic
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import DataConfig
 from nmtkit.data.subword import train_subword
 from nmtkit.registry import build_model
-from nmtkit.run_config import build_config
 from nmtkit.translate.output import count_lines, record_of
 
 WORDS = "uno dos tres cuatro cinco seis siete ocho nueve diez".split()

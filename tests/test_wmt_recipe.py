@@ -24,10 +24,10 @@ import numpy as np
 import pytest
 from scripts import ROOT, load_script, recipe_path
 
-from nmtkit.config_files import load_yaml
+from nmtkit.config.files import load_yaml
+from nmtkit.config.run import build_config
 from nmtkit.data.corpora import read_corpora
 from nmtkit.errors import NmtkitError
-from nmtkit.run_config import build_config
 
 load_script("recipes/wmt/download.py", "download")  # data.py imports it as its neighbour
 data = load_script("recipes/wmt/data.py", "wmt_data")

@@ -9,9 +9,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from nmtkit.config import Config, DataConfig
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import Config, DataConfig
 from nmtkit.data.prepare import SplitFiles, prepare_data
-from nmtkit.run_config import build_config
 from nmtkit.training.config import completed
 
 TINY_MODEL = {"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "heads": 2, "ffn": 32}

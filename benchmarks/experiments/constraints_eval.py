@@ -29,7 +29,7 @@ from pathlib import Path
 import sacrebleu
 import torch
 
-from nmtkit.inputs import Request
+from nmtkit.decoding.inputs import Request
 from nmtkit.runtime.device import set_threads
 
 SENTENCE_STARTS_AFTER = {".", "?", "!", ":", "¿", "¡", "«", "“", '"'}  # quoted speech starts capitalized
@@ -145,8 +145,8 @@ def render(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    from nmtkit.config import DecodeConfig
-    from nmtkit.ensemble import load_models
+    from nmtkit.config.sections import DecodeConfig
+    from nmtkit.decoding.ensemble import load_models
     from nmtkit.translate import Translator
     from nmtkit.translate.torch_engine import TorchEngine
 

@@ -1,8 +1,8 @@
-"""What the placeholder guarantee (`nmtkit.placeholder_guard`) costs the PyTorch search: the same batches of source
-ids searched without the guard and with it, on a random Transformer of a small real size whose vocabulary holds the
-64 reserved symbols (its last ids). A share of the lines holds one to three placeholders and, some of them, a tag pair
-(the messages recipes' test sets: about a third of the lines hold a placeholder); the others hold none, and with the
-guard on they only have the reserved symbols banned. Random weights make no translations, so only the search's
+"""What the placeholder guarantee (`nmtkit.decoding.placeholder_guard`) costs the PyTorch search: the same batches of
+source ids searched without the guard and with it, on a random Transformer of a small real size whose vocabulary holds
+the 64 reserved symbols (its last ids). A share of the lines holds one to three placeholders and, some of them, a tag
+pair (the messages recipes' test sets: about a third of the lines hold a placeholder); the others hold none, and with
+the guard on they only have the reserved symbols banned. Random weights make no translations, so only the search's
 time is measured, each setting the fastest of --repeats runs taken in turns; the lengths searched are the same
 both ways (the length limits, as the engine raises them for the symbols). Prints one line a setting.
 
@@ -18,14 +18,14 @@ import time
 
 import torch
 
-from nmtkit.constraints import constrained_limits
 from nmtkit.data.dataset import encode_sources
+from nmtkit.decoding.constraints import constrained_limits
+from nmtkit.decoding.placeholder_guard import ReservedIds
+from nmtkit.decoding.search import beam_search, greedy_search, max_lengths
 from nmtkit.models.transformer import TransformerConfig
-from nmtkit.placeholder_guard import ReservedIds
-from nmtkit.placeholders import PLACEHOLDER_SYMBOLS, TAG_PAIR_SYMBOLS
 from nmtkit.registry import build_model
 from nmtkit.runtime.device import set_threads
-from nmtkit.search import beam_search, greedy_search, max_lengths
+from nmtkit.symbols.placeholders import PLACEHOLDER_SYMBOLS, TAG_PAIR_SYMBOLS
 
 VOCAB = 8000
 SMALL = TransformerConfig(encoder_layers=3, decoder_layers=3, d_model=256, heads=4, ffn=1024, dropout=0.0)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import sacrebleu
 
-from nmtkit.placeholders import Patterns, find_units, load_patterns, placeholder_keys
+from nmtkit.symbols.placeholders import Patterns, find_units, load_patterns, placeholder_keys
 
 
 def placeholder_texts(text: str, patterns: Patterns) -> Counter:

@@ -25,7 +25,7 @@ from pathlib import Path
 from types import ModuleType
 
 from nmtkit.errors import NmtkitError
-from nmtkit.placeholders import Patterns, load_patterns, placeholder_keys, placeholder_spans
+from nmtkit.symbols.placeholders import Patterns, load_patterns, placeholder_keys, placeholder_spans
 
 
 def _messages_extract() -> ModuleType:

@@ -16,7 +16,7 @@ from torch import Tensor
 
 import nmtkit.models  # noqa: F401  (registers the built-in models, for `attention_models`)
 from nmtkit.align.links import Link, hard_links
-from nmtkit.checkpoint import LoadedModel
+from nmtkit.checkpoint.payload import LoadedModel
 from nmtkit.data.dataset import encode_sources, pad_sequences, token_batches
 from nmtkit.data.subword import BOS
 from nmtkit.errors import NmtkitError

@@ -23,10 +23,10 @@ from nmtkit.align.links import (
     symmetrize,
     transpose,
 )
-from nmtkit.checkpoint import LoadedModel
+from nmtkit.checkpoint.payload import LoadedModel
 from nmtkit.data.corpus import read_lines
 from nmtkit.data.files import refuse_onto_inputs, write_atomic
-from nmtkit.ensemble import load_models
+from nmtkit.decoding.ensemble import load_models
 from nmtkit.errors import NmtkitError
 from nmtkit.runtime.device import pick_device, set_threads
 

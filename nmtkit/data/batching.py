@@ -1,5 +1,5 @@
 """The length-bucketed, token-budget batcher of training, translation and alignment. It imports neither torch nor
-numpy, so that translating with an exported model never does (`nmtkit.hypotheses`)."""
+numpy, so that translating with an exported model never does (`nmtkit.decoding.hypotheses`)."""
 
 from __future__ import annotations
 

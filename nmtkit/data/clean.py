@@ -21,7 +21,7 @@ from typing import TextIO
 
 import numpy as np
 
-from nmtkit.config import DataConfig
+from nmtkit.config.sections import DataConfig
 from nmtkit.data import rules
 from nmtkit.data.files import open_atomic, refuse_onto_inputs
 from nmtkit.data.langid import OTHER, UNJUDGED, LanguageJudge, knows

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nmtkit.checkpoint_file import load_checkpoint
-from nmtkit.config import DataConfig
+from nmtkit.checkpoint.file import load_checkpoint
+from nmtkit.config.sections import DataConfig
 from nmtkit.data.corpora import Corpus, read_corpora
 from nmtkit.data.lines import read_small
 from nmtkit.data.multilingual import read_pairs

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import yaml
 
-from nmtkit.config import FILTER_KEYS, DataConfig
-from nmtkit.config_values import from_dict
+from nmtkit.config.sections import FILTER_KEYS, DataConfig
+from nmtkit.config.values import from_dict
 from nmtkit.data.lines import read_small
 from nmtkit.data.prepare import SplitFiles
 from nmtkit.data.tags import check_tag

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from nmtkit.config import MAX_LINE_BYTES
+from nmtkit.config.sections import MAX_LINE_BYTES
 from nmtkit.data.lines import bounded_lines
 from nmtkit.errors import NmtkitError
 

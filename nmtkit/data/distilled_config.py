@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nmtkit.config import LINE_CAP_HELP, MAX_LINE_BYTES, option
-from nmtkit.config_values import check_numbers
+from nmtkit.config.sections import LINE_CAP_HELP, MAX_LINE_BYTES, option
+from nmtkit.config.values import check_numbers
 from nmtkit.errors import NmtkitError
 
 

@@ -2,7 +2,8 @@
 and the line, found while at most the limit (and one buffer) of it is in memory, never a whole unbounded line or
 file. A line of 200 MB, 900 KB of gzip, took prepare 11 GB of memory before it had one.
 
-This module imports nothing heavy: `nmtkit.inputs` (translate's input) reads through it as the corpus readers do.
+This module imports nothing heavy: `nmtkit.decoding.inputs` (translate's input) reads through it as the corpus readers
+do.
 """
 
 from __future__ import annotations

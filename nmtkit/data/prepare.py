@@ -15,7 +15,7 @@ from typing import TextIO
 
 import numpy as np
 
-from nmtkit.config import MAX_LINE_BYTES, DataConfig
+from nmtkit.config.sections import MAX_LINE_BYTES, DataConfig
 from nmtkit.data.clean import (
     Cleaner,
     FilterStats,
@@ -30,7 +30,7 @@ from nmtkit.data.lines import read_small
 from nmtkit.data.staging import staged_output
 from nmtkit.data.subword import UNK, Subword, check_room, train_subword
 from nmtkit.errors import NmtkitError
-from nmtkit.placeholders import PairMasking, Patterns, load_patterns, mask_pair, reserved_symbols
+from nmtkit.symbols.placeholders import PairMasking, Patterns, load_patterns, mask_pair, reserved_symbols
 
 log = logging.getLogger(__name__)
 SPLITS = ("train", "dev", "test")
@@ -86,8 +86,8 @@ UNMASKED = ("train.src.unmasked.txt", "train.tgt.unmasked.txt")  # the masked tr
 
 @dataclass
 class TrainingMasking:
-    """How prepare masks the placeholders of the training pairs (`data.placeholders`; `nmtkit.placeholders`): the
-    pattern set (None: nothing is masked) and the counts of what was masked.
+    """How prepare masks the placeholders of the training pairs (`data.placeholders`; `nmtkit.symbols.placeholders`):
+    the pattern set (None: nothing is masked) and the counts of what was masked.
 
     Only train is masked: dev and test stay as the user gave them, since they stand for what users translate and
     validation translates dev as `translate` does (so dev loss is measured on unmasked pairs). A subword model to be

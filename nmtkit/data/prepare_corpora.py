@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nmtkit.config import DataConfig
+from nmtkit.config.sections import DataConfig
 from nmtkit.data.clean import (
     Cleaner,
     FilterStats,

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import sentencepiece as spm
 
-from nmtkit.config import DataConfig
+from nmtkit.config.sections import DataConfig
 from nmtkit.errors import NmtkitError
 
 log = logging.getLogger(__name__)

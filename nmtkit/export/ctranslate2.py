@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 from torch import Tensor, nn
 
-from nmtkit.checkpoint import LoadedModel, load_checkpoint, restore_model
-from nmtkit.config import to_dict
+from nmtkit.checkpoint.payload import LoadedModel, load_checkpoint, restore_model
+from nmtkit.config.sections import to_dict
 from nmtkit.data.subword import BOS, EOS, UNK, Subword
 from nmtkit.errors import NmtkitError
 from nmtkit.export.shortlist import shortlist_from_data

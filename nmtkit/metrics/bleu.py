@@ -31,7 +31,7 @@ from nmtkit.metrics.tokenize import bleu_metric, bleu_token_slices, default_toke
 from nmtkit.registry import register_metric
 
 if TYPE_CHECKING:
-    from nmtkit.evaluate_config import EvaluateConfig
+    from nmtkit.config.evaluate import EvaluateConfig
 
 
 def closest_ref_lengths(hyp_lengths: Tensor, ref_lengths: Tensor) -> Tensor:

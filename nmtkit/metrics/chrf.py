@@ -34,7 +34,7 @@ from nmtkit.metrics.ngrams import (
 from nmtkit.registry import register_metric
 
 if TYPE_CHECKING:
-    from nmtkit.evaluate_config import EvaluateConfig
+    from nmtkit.config.evaluate import EvaluateConfig
 
 EPS = 1e-16  # sacrebleu's chrF smoothing constant
 

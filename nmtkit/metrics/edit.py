@@ -34,7 +34,7 @@ from nmtkit.metrics.ngrams import (
 from nmtkit.registry import register_metric
 
 if TYPE_CHECKING:
-    from nmtkit.evaluate_config import EvaluateConfig
+    from nmtkit.config.evaluate import EvaluateConfig
 
 CELLS_PER_TOKEN = 4  # batches of pairs hold this many padded tokens times 64-bit words per token of budget
 FIELD = 21  # bits per operation count in the packed counters of `weighted_levenshtein` (pairs < 2M tokens)

@@ -20,7 +20,7 @@ from nmtkit.metrics import SacrebleuScores, corpus_totals
 from nmtkit.registry import register_metric
 
 if TYPE_CHECKING:
-    from nmtkit.evaluate_config import EvaluateConfig
+    from nmtkit.config.evaluate import EvaluateConfig
 
 
 class SacrebleuTER(SacrebleuScores):

@@ -28,7 +28,7 @@ from nmtkit.metrics.ngrams import Ragged, char_tokens, chunked, default_chunk, h
 from nmtkit.registry import register_metric
 
 if TYPE_CHECKING:
-    from nmtkit.evaluate_config import EvaluateConfig
+    from nmtkit.config.evaluate import EvaluateConfig
 
 MULTIPLE_SPACES = re.compile(r"\s\s+")  # jiwer.RemoveMultipleSpaces
 

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.parametrizations import weight_norm
 
-from nmtkit.config import option
+from nmtkit.config.sections import option
 from nmtkit.data.subword import PAD
 from nmtkit.errors import NmtkitError
 from nmtkit.models.base import AttentionChoice, EncoderDecoder, Memory, State, check_layer

@@ -18,7 +18,7 @@ decoder, so every decoder layer starts from zeros.
 
 Differences from the paper, for CPU-sized models: 4+4 layers of 256 units (the paper: 8+8 of 1024), the
 bidirectional layer has hidden/2 units per direction so that it outputs `hidden` units, no model parallelism,
-quantization or wordpiece model; coverage and length penalties live in nmtkit.search.
+quantization or wordpiece model; coverage and length penalties live in nmtkit.decoding.search.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from nmtkit.config import option
+from nmtkit.config.sections import option
 from nmtkit.data.subword import PAD
 from nmtkit.models.base import EncoderDecoder, Memory, State
 from nmtkit.modules.attention import Attention

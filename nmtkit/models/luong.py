@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from nmtkit.config import option
+from nmtkit.config.sections import option
 from nmtkit.data.subword import PAD
 from nmtkit.models.base import EncoderDecoder, Memory, State
 from nmtkit.modules.attention import Attention

@@ -28,7 +28,7 @@ from typing import Literal
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from nmtkit.config import option
+from nmtkit.config.sections import option
 from nmtkit.data.subword import PAD
 from nmtkit.models.base import EncoderDecoder, Memory, State
 from nmtkit.modules.dropout import Dropout

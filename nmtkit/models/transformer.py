@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from nmtkit.config import option
+from nmtkit.config.sections import option
 from nmtkit.errors import NmtkitError
 from nmtkit.models.base import AttentionChoice, EncoderDecoder, Memory, State, check_layer
 from nmtkit.modules.attention import MultiHeadAttention

@@ -70,7 +70,7 @@ def decoding_timings(model: torch.nn.Module, vocab_size: int, dtype: torch.dtype
     """Seconds of a 12-step greedy search over `rows` made-up sources of 20 subwords, by the model in float32 and
     by a copy of it in `dtype` (converting the model there and back would round its float32 weights)."""
     from nmtkit.data.dataset import encode_sources
-    from nmtkit.search import greedy_search
+    from nmtkit.decoding.search import greedy_search
 
     sources = [[4 + (row * 7 + position) % (vocab_size - 4) for position in range(20)] for row in range(rows)]
     src, src_mask = (tensor.to(device) for tensor in encode_sources(sources))

@@ -22,10 +22,10 @@ from typing import BinaryIO
 import numpy as np
 import torch
 
-from nmtkit.checkpoint import LoadedModel
+from nmtkit.checkpoint.payload import LoadedModel
 from nmtkit.data.corpus import decode_line, iter_parallel
 from nmtkit.data.files import overlaps, refuse_onto_inputs, refuse_stdout_onto, replacing
-from nmtkit.ensemble import load_models
+from nmtkit.decoding.ensemble import load_models
 from nmtkit.errors import NmtkitError
 from nmtkit.runtime.device import pick_device, set_threads
 from nmtkit.scoring.config import PairScoreConfig

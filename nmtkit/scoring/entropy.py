@@ -17,14 +17,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from nmtkit.checkpoint import LoadedModel
+from nmtkit.checkpoint.payload import LoadedModel
 from nmtkit.data.batching import token_batches
 from nmtkit.data.dataset import encode_sources, pad_sequences
 from nmtkit.data.subword import BOS, EOS, PAD
 from nmtkit.errors import NmtkitError
 from nmtkit.models.base import EncoderDecoder
-from nmtkit.placeholders import Patterns, mask_pair
 from nmtkit.scoring.selection import EMPTY, TOO_LONG
+from nmtkit.symbols.placeholders import Patterns, mask_pair
 
 Pair = tuple[str, str]
 

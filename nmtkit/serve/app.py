@@ -49,8 +49,8 @@ from pathlib import Path
 
 from aiohttp import web
 
+from nmtkit.decoding.inputs import Request
 from nmtkit.errors import NmtkitError
-from nmtkit.inputs import Request
 from nmtkit.serve.config import ServeConfig
 from nmtkit.serve.connections import LINGER_SECONDS, SLACK_SECONDS, CappedSite, deadlines
 from nmtkit.serve.jobs import Job, answer, dumps, encode_sentences, prepare_job

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from nmtkit.config import option
+from nmtkit.config.sections import option
 from nmtkit.errors import NmtkitError
 from nmtkit.serve.requests import RequestLimits
 

@@ -16,10 +16,10 @@ import math
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from nmtkit.config import option
+from nmtkit.config.sections import option
+from nmtkit.decoding.hypotheses import length_limits
+from nmtkit.decoding.inputs import Request, parse_record
 from nmtkit.errors import NmtkitError
-from nmtkit.hypotheses import length_limits
-from nmtkit.inputs import Request, parse_record
 
 # the search options a request may set, with their JSON types (a bool is not a number here)
 REQUEST_OPTIONS = {"beam": int, "nbest": int, "length_penalty": str, "alpha": float, "min_len": int,

@@ -8,7 +8,7 @@ import logging
 
 import torch
 
-from nmtkit.checkpoint import rng_state, set_rng_state
+from nmtkit.checkpoint.payload import rng_state, set_rng_state
 from nmtkit.data.dataset import Batch
 from nmtkit.runtime.device import autocast_dtype
 from nmtkit.runtime.precision import auto_candidates, describe, dtype_name, fastest, time_precisions

@@ -10,10 +10,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from nmtkit.config import Config, TrainConfig
-from nmtkit.config_files import apply_overrides, load_yaml, merge_flags
+from nmtkit.config.files import apply_overrides, load_yaml, merge_flags
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import Config, TrainConfig
 from nmtkit.errors import NmtkitError
-from nmtkit.run_config import build_config
 from nmtkit.runtime.device import pick_device
 from nmtkit.training.finetune import read_start, saved_model_section
 from nmtkit.training.modifiers import check_modifier_names

@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from nmtkit.checkpoint import read_payload
-from nmtkit.checkpoint_file import load_checkpoint
+from nmtkit.checkpoint.file import load_checkpoint
+from nmtkit.checkpoint.payload import read_payload
 from nmtkit.data.subword import Subword
 from nmtkit.errors import NmtkitError
 from nmtkit.training.prune import WIDTHS, pruned_weights, width_summary

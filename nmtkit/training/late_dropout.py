@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from nmtkit.config import TrainConfig
+from nmtkit.config.sections import TrainConfig
 from nmtkit.modules.attention import MultiHeadAttention
 from nmtkit.modules.dropout import Dropout
 from nmtkit.training.schedule import budget_spent

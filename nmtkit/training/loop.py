@@ -14,8 +14,8 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from nmtkit.config import Config, TrainConfig
-from nmtkit.config_files import save_yaml
+from nmtkit.config.files import save_yaml
+from nmtkit.config.sections import Config, TrainConfig
 from nmtkit.data.dataset import Batch
 from nmtkit.errors import NmtkitError
 from nmtkit.runtime.device import StopSignals, set_threads

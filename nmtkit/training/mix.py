@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nmtkit.config import StageConfig, TrainConfig
+from nmtkit.config.sections import StageConfig, TrainConfig
 from nmtkit.data.corpora import check_corpus_names, corpus_ranges
 from nmtkit.data.dataset import Batch, ParallelData, collate_pairs
 from nmtkit.data.prepare import read_manifest

@@ -18,7 +18,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from nmtkit.config import TrainConfig
+from nmtkit.config.sections import TrainConfig
 
 
 @dataclass(frozen=True)

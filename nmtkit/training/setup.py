@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from nmtkit.config import Config
+from nmtkit.config.sections import Config
 from nmtkit.data.dataset import ParallelData
 from nmtkit.data.multilingual import language_pairs
 from nmtkit.data.prepare import load_subwords, read_manifest

@@ -10,8 +10,15 @@ from dataclasses import dataclass
 
 import torch
 
-from nmtkit.checkpoint import make_payload, rng_state, save_atomic, set_rng_state, step_checkpoints, truncate_metrics
-from nmtkit.checkpoint_file import load_checkpoint
+from nmtkit.checkpoint.file import load_checkpoint
+from nmtkit.checkpoint.payload import (
+    make_payload,
+    rng_state,
+    save_atomic,
+    set_rng_state,
+    step_checkpoints,
+    truncate_metrics,
+)
 from nmtkit.errors import NmtkitError
 from nmtkit.training.finetune import check_start, read_start
 from nmtkit.training.setup import RunSetup

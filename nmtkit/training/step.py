@@ -11,7 +11,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
-from nmtkit.config import TrainConfig
+from nmtkit.config.sections import TrainConfig
 from nmtkit.data.dataset import Batch
 from nmtkit.errors import NmtkitError
 from nmtkit.training.late_dropout import LateDropout

@@ -12,11 +12,11 @@ from pathlib import Path
 import sacrebleu
 import torch
 
-from nmtkit.checkpoint import LoadedModel
-from nmtkit.config import DecodeConfig
+from nmtkit.checkpoint.payload import LoadedModel
+from nmtkit.config.sections import DecodeConfig
 from nmtkit.data.corpus import read_lines
 from nmtkit.data.dataset import ParallelData
-from nmtkit.inputs import Request
+from nmtkit.decoding.inputs import Request
 from nmtkit.metrics.tokenize import default_tokenizer
 from nmtkit.training.objectives import label_smoothed_nll
 from nmtkit.training.setup import RunSetup

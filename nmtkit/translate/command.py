@@ -6,10 +6,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from nmtkit.config import MAX_LINE_BYTES
+from nmtkit.config.sections import MAX_LINE_BYTES
 from nmtkit.data.files import refuse_onto_inputs, refuse_stdout_onto
+from nmtkit.decoding.inputs import check_format, open_lines
 from nmtkit.errors import NmtkitError
-from nmtkit.inputs import check_format, open_lines
 from nmtkit.translate.output import count_lines, record_of, run_settings, translate_to_file
 from nmtkit.translate.stream import translate_stream
 from nmtkit.translate.translator import Translator

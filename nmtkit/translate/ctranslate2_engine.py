@@ -1,7 +1,7 @@
 """The CTranslate2 engine: a directory written by `nmtkit export` (`exported.py`), searched as nmtkit searches.
 
 The translator keeps nmtkit's own subword models, batching and output format (`translator.py`); only the
-search of each batch runs in CTranslate2, with options chosen so that it finds what `nmtkit.search` finds:
+search of each batch runs in CTranslate2, with options chosen so that it finds what `nmtkit.decoding.search` finds:
 - beam search keeps the K best of 2K candidates per step in both; EOS candidates ranked within the top K finish.
   A sentence ends with K finished hypotheses, ranked by log P(Y|X) / lp(|Y|) with |Y| counting the EOS
   (`return_end_token`): `average` is CTranslate2's length_penalty 1, `sockeye` with beta 0 is length_penalty
@@ -40,10 +40,10 @@ from collections.abc import Callable
 from itertools import groupby
 from pathlib import Path
 
-from nmtkit.config import DecodeConfig
+from nmtkit.config.sections import DecodeConfig
 from nmtkit.data.subword import EOS
+from nmtkit.decoding.hypotheses import Hypothesis, LengthPenalty, length_limits
 from nmtkit.errors import NmtkitError
-from nmtkit.hypotheses import Hypothesis, LengthPenalty, length_limits
 from nmtkit.translate.engine import Capabilities, check_tags, override_decode
 from nmtkit.translate.exported import ExportedModel, load_exported
 
@@ -240,7 +240,7 @@ class CTranslate2Model:
 
 
 class CTranslate2Engine:
-    """Searches batches of subword ids with CTranslate2 and returns nmtkit Hypotheses (`nmtkit.search`)."""
+    """Searches batches of subword ids with CTranslate2 and returns nmtkit Hypotheses (`nmtkit.decoding.search`)."""
 
     name = "CTranslate2"
     # tokens per batch of a one-thread worker on int8 weights: 1,000 (as 2,000 at --inter-threads 2) against the

@@ -1,7 +1,7 @@
 """What a `Translator` needs of an engine: one search method over batches of subword ids, and the capabilities it
 declares (the translator and `nmtkit serve` read these, never the engine's type). The engines:
-`torch_engine.TorchEngine` (a checkpoint, `nmtkit.search`) and `ctranslate2_engine.CTranslate2Engine` (a directory
-written by `nmtkit export`); keep torch out of an engine's imports when it runs without PyTorch."""
+`torch_engine.TorchEngine` (a checkpoint, `nmtkit.decoding.search`) and `ctranslate2_engine.CTranslate2Engine` (a
+directory written by `nmtkit export`); keep torch out of an engine's imports when it runs without PyTorch."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from nmtkit.config import DecodeConfig, to_dict
-from nmtkit.config_values import from_dict
+from nmtkit.config.sections import DecodeConfig, to_dict
+from nmtkit.config.values import from_dict
 from nmtkit.data.subword import Subword
 from nmtkit.data.tags import tag_ids
+from nmtkit.decoding.hypotheses import Hypothesis
+from nmtkit.decoding.inputs import Request
 from nmtkit.errors import NmtkitError
-from nmtkit.hypotheses import Hypothesis
-from nmtkit.inputs import Request
 
 
 def override_decode(defaults: DecodeConfig, overrides: dict) -> DecodeConfig:

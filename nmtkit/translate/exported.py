@@ -7,8 +7,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nmtkit.config import DecodeConfig
-from nmtkit.config_values import from_dict
+from nmtkit.config.sections import DecodeConfig
+from nmtkit.config.values import from_dict
 from nmtkit.data.lines import SMALL_FILE_BYTES
 from nmtkit.data.subword import Subword
 from nmtkit.data.tags import checked_tag_ids

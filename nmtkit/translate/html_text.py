@@ -1,7 +1,8 @@
-"""Placeholders inside the text of HTML input (`nmtkit.markup`): with a masking rule in force (`decode.placeholders`,
-`nmtkit.translate.masking`), the placeholders the rule finds in a segment's text (`%s`, `{0}`, `$HOME`) go through
-the model as placeholder symbols `｟phk｠`, numbered with the segment's markup symbols in order of appearance, so
-that the search guard and the repair keep each exactly once; each comes back as the fragment's own characters.
+"""Placeholders inside the text of HTML input (`nmtkit.symbols.markup`): with a masking rule in force
+(`decode.placeholders`, `nmtkit.translate.masking`), the placeholders the rule finds in a segment's text (`%s`, `{0}`,
+`$HOME`) go through the model as placeholder symbols `｟phk｠`, numbered with the segment's markup symbols in order of
+appearance, so that the search guard and the repair keep each exactly once; each comes back as the fragment's own
+characters.
 
 The rule reads the text the model reads: entities decoded. An entity of the markup (`&amp;`, `&nbsp;`) is the
 character it stands for, as without a rule; the `entity` family matches only an entity the text spells out
@@ -15,8 +16,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from nmtkit.markup_scan import CHARREF, unescape
-from nmtkit.placeholders import CLOSE, OPEN, PLACEHOLDER_SYMBOLS, SYMBOL, Patterns, placeholder_spans
+from nmtkit.symbols.markup_scan import CHARREF, unescape
+from nmtkit.symbols.placeholders import CLOSE, OPEN, PLACEHOLDER_SYMBOLS, SYMBOL, Patterns, placeholder_spans
 from nmtkit.translate.masking import separate_glued
 from nmtkit.translate.repair import remove_spelled
 

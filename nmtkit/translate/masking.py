@@ -1,6 +1,6 @@
-"""Placeholders at translation time (`decode.placeholders`, `nmtkit.placeholders`): the Translator masks each source
-line before subword encoding, and checks, repairs (`repair.py`) and restores each hypothesis after decoding, so that
-the user gets back the original bytes of every placeholder of the line, each exactly once, tag pairs nested.
+"""Placeholders at translation time (`decode.placeholders`, `nmtkit.symbols.placeholders`): the Translator masks each
+source line before subword encoding, and checks, repairs (`repair.py`) and restores each hypothesis after decoding, so
+that the user gets back the original bytes of every placeholder of the line, each exactly once, tag pairs nested.
 
 The rule is the model's by default (`model`: what `prepare --set placeholders=...` masked in its training data, as
 its checkpoint or export records it), or `auto`, `none` or a pattern file; masking needs the reserved symbols in the
@@ -16,10 +16,10 @@ import re
 from dataclasses import dataclass, field
 
 from nmtkit.data.subword import UNK
+from nmtkit.decoding.hypotheses import Hypothesis
 from nmtkit.errors import NmtkitError
-from nmtkit.hypotheses import Hypothesis
-from nmtkit.placeholder_check import check
-from nmtkit.placeholders import (
+from nmtkit.symbols.placeholder_check import check
+from nmtkit.symbols.placeholders import (
     SYMBOL,
     Patterns,
     Span,
@@ -91,7 +91,7 @@ class Masking:
 
     def restore(self, text: str, line: MaskedLine) -> str:
         """A hypothesis of `line` with its placeholders' original text (as it is, with masking off); printf
-        conversions it reorders in their positional form (`nmtkit.placeholders.reordered`)."""
+        conversions it reorders in their positional form (`nmtkit.symbols.placeholders.reordered`)."""
         return text if self.patterns is None else restore(text, reordered(text, line.originals))
 
     def original_links(self, links: str, line: MaskedLine, translation: str) -> str:
@@ -105,8 +105,8 @@ class Masking:
     def keep(self, engine: Engine, lines: list[MaskedLine], sources: list[list[int]], found: list[list[Hypothesis]],
              decoded: list[list[tuple[str, float]]]) -> list[list[tuple[str, float]]]:
         """The `decoded` (text, score) of the hypotheses `found` for masked `lines` (subword ids `sources`), each
-        text checked (`nmtkit.placeholder_check.check`, and `restores_exactly`) and repaired where it lost, broke or
-        invented one, a missing one placed by the `engine`'s attention (`repair.py`); counts the lines."""
+        text checked (`nmtkit.symbols.placeholder_check.check`, and `restores_exactly`) and repaired where it lost,
+        broke or invented one, a missing one placed by the `engine`'s attention (`repair.py`); counts the lines."""
         if self.patterns is None:
             return decoded
         failing = [(index, rank) for index, line in enumerate(lines) if symbols(line.text)

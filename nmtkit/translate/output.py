@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from nmtkit.config import to_dict
+from nmtkit.config.sections import to_dict
 from nmtkit.data.files import digest_prefix, sha256_of, write_json_atomic
 from nmtkit.errors import NmtkitError
 from nmtkit.translate.stream import translate_stream

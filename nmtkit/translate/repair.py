@@ -1,7 +1,7 @@
-"""Repairing a masked translation that lost or broke its placeholders, so that what `nmtkit.placeholder_check.check`
-asks holds for every line an engine returns, whether or not its search guarantees it (CTranslate2 cannot constrain
-its search; nmtkit's own search may be told not to): each symbol of the source exactly once, no other symbol, no
-stray bracket, and tag pairs opened before they close and properly nested.
+"""Repairing a masked translation that lost or broke its placeholders, so that what
+`nmtkit.symbols.placeholder_check.check` asks holds for every line an engine returns, whether or not its search
+guarantees it (CTranslate2 cannot constrain its search; nmtkit's own search may be told not to): each symbol of the
+source exactly once, no other symbol, no stray bracket, and tag pairs opened before they close and properly nested.
 
 The repair changes as little as it can: a missing symbol is inserted where the model's attention puts it
 (`anchors`: the character offset of the target token that attends most to the symbol's source token), a
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from nmtkit.placeholders import CLOSE, OPEN, RESERVED, SYMBOL, Patterns, placeholder_spans
+from nmtkit.symbols.placeholders import CLOSE, OPEN, RESERVED, SYMBOL, Patterns, placeholder_spans
 
 STRAY = re.compile(f"[{OPEN}{CLOSE}]")
 

@@ -2,7 +2,7 @@
 
 Exactly one output line per input line: an empty line gives an empty line, and every chunk of
 `buffer_size` lines is written and flushed as soon as it is translated. Lines may carry constraints (a `Request`
-read from tsv or jsonl input, see `nmtkit.inputs`): they are searched with them, batched with the others.
+read from tsv or jsonl input, see `nmtkit.decoding.inputs`): they are searched with them, batched with the others.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from itertools import islice
 
+from nmtkit.decoding.inputs import parse_requests
 from nmtkit.errors import NmtkitError
-from nmtkit.inputs import parse_requests
-from nmtkit.markup import MarkupStats
+from nmtkit.symbols.markup import MarkupStats
 from nmtkit.translate.translator import Translator, translate_html
 
 
@@ -42,8 +42,8 @@ def translate_stream(translator: Translator, lines: Iterable[str], scores: bool 
                      html_skip: str = "", first_line: int = 1) -> Iterator[str]:
     """Translate an iterable of lines chunk by chunk; yields each chunk's formatted output in input order.
 
-    Lines are read as `input_format` (`nmtkit.inputs`; `source` names the input in errors); `html` input goes to
-    `translate_html_stream` with `html_skip`. With `alignment`, each best translation is followed by ` ||| i-j ...`
+    Lines are read as `input_format` (`nmtkit.decoding.inputs`; `source` names the input in errors); `html` input goes
+    to `translate_html_stream` with `html_skip`. With `alignment`, each best translation is followed by ` ||| i-j ...`
     word links (source word first), taken from the model's attention when it is teacher-forced on its own
     translation. `first_line` numbers the first line (a resumed run's, in warnings and n-best lists). At the end,
     how many lines lost or broke their placeholders (and were repaired) is logged."""

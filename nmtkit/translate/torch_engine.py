@@ -1,6 +1,6 @@
-"""The PyTorch engine: a checkpoint (or an ensemble, or an average of checkpoints) searched by `nmtkit.search`,
-with lexical constraints and prefixes (`nmtkit.constraints`), the placeholder guarantee (`nmtkit.placeholder_guard`)
-and word alignments from its attention."""
+"""The PyTorch engine: a checkpoint (or an ensemble, or an average of checkpoints) searched by `nmtkit.decoding.search`,
+with lexical constraints and prefixes (`nmtkit.decoding.constraints`), the placeholder guarantee
+(`nmtkit.decoding.placeholder_guard`) and word alignments from its attention."""
 
 from __future__ import annotations
 
@@ -14,18 +14,18 @@ import torch
 
 from nmtkit.align.attention import align_translations, teacher_forced_attention
 from nmtkit.align.links import format_pharaoh
-from nmtkit.checkpoint import LoadedModel
-from nmtkit.config import DecodeConfig
-from nmtkit.constraints import ConstraintEncoder, Constraints, constrained_limits
+from nmtkit.checkpoint.payload import LoadedModel
+from nmtkit.config.sections import DecodeConfig
 from nmtkit.data.dataset import encode_sources
-from nmtkit.ensemble import load_models
+from nmtkit.decoding.constraints import ConstraintEncoder, Constraints, constrained_limits
+from nmtkit.decoding.ensemble import load_models
+from nmtkit.decoding.hypotheses import Hypothesis, LengthPenalty
+from nmtkit.decoding.inputs import Request
+from nmtkit.decoding.placeholder_guard import ReservedIds, SymbolGuard
+from nmtkit.decoding.search import Sampler, argmax_choice, beam_search, greedy_search, max_lengths
 from nmtkit.errors import NmtkitError
-from nmtkit.hypotheses import Hypothesis, LengthPenalty
-from nmtkit.inputs import Request
-from nmtkit.placeholder_guard import ReservedIds, SymbolGuard
 from nmtkit.runtime.device import pick_device, set_threads
 from nmtkit.runtime.precision import decoding_timings, describe, dtype_name, fastest
-from nmtkit.search import Sampler, argmax_choice, beam_search, greedy_search, max_lengths
 from nmtkit.translate.engine import Capabilities, override_decode
 
 log = logging.getLogger(__name__)

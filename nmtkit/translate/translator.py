@@ -15,21 +15,21 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nmtkit.config import DecodeConfig
+from nmtkit.config.sections import DecodeConfig
 from nmtkit.data.batching import token_batches
 from nmtkit.data.subword import UNK
 from nmtkit.data.tags import tag_ids
+from nmtkit.decoding.hypotheses import Hypothesis
+from nmtkit.decoding.inputs import Request
 from nmtkit.errors import NmtkitError
-from nmtkit.hypotheses import Hypothesis
-from nmtkit.inputs import Request
-from nmtkit.markup import MarkupStats, translate_fragments
-from nmtkit.placeholders import reserved_symbols
+from nmtkit.symbols.markup import MarkupStats, translate_fragments
+from nmtkit.symbols.placeholders import reserved_symbols
 from nmtkit.translate.engine import Capabilities, Engine, LoadedFiles, check_tags, override_decode
 from nmtkit.translate.html_text import TextPlaceholders
 from nmtkit.translate.masking import MaskedLine, Masking, PlaceholderCounts
 
 if TYPE_CHECKING:
-    from nmtkit.constraints import Constraints
+    from nmtkit.decoding.constraints import Constraints
 
 log = logging.getLogger(__name__)
 
@@ -277,9 +277,9 @@ def search_batches(search: Callable, workers: int, batches: list[list[list[int]]
 
 def translate_html(translator: Translator, fragments: list[str], skip: Iterable[str] = (),
                    stats: MarkupStats | None = None) -> list[str]:
-    """The best translation of each HTML or XML fragment, its markup kept (`nmtkit.markup`): inline tags go through
-    the model as tag symbols when its vocabulary has them (trained with placeholders), else the text between them is
-    translated piece by piece; `skip` names elements to keep untranslated besides script, style, code, pre and
+    """The best translation of each HTML or XML fragment, its markup kept (`nmtkit.symbols.markup`): inline tags go
+    through the model as tag symbols when its vocabulary has them (trained with placeholders), else the text between
+    them is translated piece by piece; `skip` names elements to keep untranslated besides script, style, code, pre and
     textarea; `stats` counts the segments translated and repaired. With a placeholder rule in force, the placeholders
     inside the text go through the model as symbols too (`html_text.py`)."""
     loaded = translator.loaded

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from nmtkit.placeholders import Patterns, load_patterns
+from nmtkit.symbols.placeholders import Patterns, load_patterns
 
 log = logging.getLogger("backtranslation.monolingual")
 LETTER_CATEGORIES = ("L", "M")  # letters and the marks that belong to them (accents, Indic vowel signs)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from nmtkit.config_values import parse_duration
+from nmtkit.config.values import parse_duration
 from nmtkit.data.corpora import corpus_ranges
 from nmtkit.data.dataset import TokenArray
 from nmtkit.data.prepare import read_manifest

@@ -1,10 +1,10 @@
-"""The search-time guarantee for masked placeholders (`nmtkit.placeholders`): each reserved symbol that a source holds
-comes out exactly once, no other reserved symbol comes out, and the tag pairs come out properly nested.
+"""The search-time guarantee for masked placeholders (`nmtkit.symbols.placeholders`): each reserved symbol that a
+source holds comes out exactly once, no other reserved symbol comes out, and the tag pairs come out properly nested.
 
 A search meets it with two parts. The source's symbols become one-token positive constraints, so that the
-constrained beam search (`nmtkit.constraint_tracker`) gives beams to hypotheses that have written them and makes
-EOS wait for them. And a ban mask per hypothesis, over the reserved symbols only (a few dozen columns, whatever the
-vocabulary), rules out a symbol absent from the source, one already written, and a closing tag ｟/tk｠ unless ｟tk｠
+constrained beam search (`nmtkit.decoding.constraint_tracker`) gives beams to hypotheses that have written them and
+makes EOS wait for them. And a ban mask per hypothesis, over the reserved symbols only (a few dozen columns, whatever
+the vocabulary), rules out a symbol absent from the source, one already written, and a closing tag ｟/tk｠ unless ｟tk｠
 is the innermost tag open: so an opening comes before its closing, and a pair opened inside another closes before it.
 When a hypothesis has exactly as many tokens left before its length limit as symbols to write, only those symbols
 are allowed; at every such step one is (the innermost open tag's closing, or any symbol not yet written when no tag
@@ -27,9 +27,9 @@ from dataclasses import dataclass, replace
 import torch
 from torch import Tensor
 
-from nmtkit.constraints import Constraints
 from nmtkit.data.subword import EOS, Subword
-from nmtkit.placeholders import SYMBOL, reserved_symbols
+from nmtkit.decoding.constraints import Constraints
+from nmtkit.symbols.placeholders import SYMBOL, reserved_symbols
 
 NEG_INF = float("-inf")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from nmtkit.checkpoint import LoadedModel, average_checkpoints, load_checkpoint, restore_model, step_checkpoints
+from nmtkit.checkpoint.payload import LoadedModel, average_checkpoints, load_checkpoint, restore_model, step_checkpoints
 from nmtkit.errors import NmtkitError
 from nmtkit.models.base import EncoderDecoder, Memory, State
 

@@ -1,14 +1,14 @@
 """A run's whole `Config`: its model section typed by the registered model it names.
 
-This module sits above the models (it imports them all, so every built-in model is registered); `nmtkit.config`
+This module sits above the models (it imports them all, so every built-in model is registered); `nmtkit.config.sections`
 below them holds the dataclasses, YAML and overrides.
 """
 
 from __future__ import annotations
 
 import nmtkit.models  # noqa: F401  (registers the built-in models)
-from nmtkit.config import Config
-from nmtkit.config_values import from_dict
+from nmtkit.config.sections import Config
+from nmtkit.config.values import from_dict
 from nmtkit.errors import NmtkitError
 from nmtkit.registry import get_model
 

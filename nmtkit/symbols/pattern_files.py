@@ -1,4 +1,4 @@
-"""Reading a placeholder pattern file (`--placeholders FILE`, `nmtkit.placeholders.load_patterns`): its entries,
+"""Reading a placeholder pattern file (`--placeholders FILE`, `nmtkit.symbols.placeholders.load_patterns`): its entries,
 each with the place it came from, for the errors that name a bad one; checking them is the caller's."""
 
 from __future__ import annotations

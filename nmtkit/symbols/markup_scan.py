@@ -1,4 +1,4 @@
-"""The tokens of an HTML or XML fragment (`nmtkit.markup`), by a tokenizer of our own after HTML5's
+"""The tokens of an HTML or XML fragment (`nmtkit.symbols.markup`), by a tokenizer of our own after HTML5's
 (https://html.spec.whatwg.org/multipage/parsing.html#tokenization), simplified: one pass, each token found by a
 pattern that never looks back, so the time is linear in the fragment's length whatever it holds. The standard
 library's `html.parser` is not (in Python 3.11 `"<a " * n` and `"<!--" * n` take time quadratic in n).

@@ -1,5 +1,5 @@
 """Reading a checkpoint file: below the models, so that what needs only a checkpoint's contents (prepare takes its
-vocabulary) does not import them; `nmtkit.checkpoint` writes checkpoints and rebuilds their models."""
+vocabulary) does not import them; `nmtkit.checkpoint.payload` writes checkpoints and rebuilds their models."""
 
 from __future__ import annotations
 

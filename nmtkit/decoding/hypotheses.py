@@ -1,7 +1,7 @@
 """What a search finds and how it ranks what it finds: `Hypothesis`, `LengthPenalty` and the output length limit.
 
-Shared by nmtkit's own searches (`nmtkit.search`) and CTranslate2's (`nmtkit.translate.ctranslate2_engine`). This
-module imports no torch, so that translating with an exported model never does (importing torch takes about 2
+Shared by nmtkit's own searches (`nmtkit.decoding.search`) and CTranslate2's (`nmtkit.translate.ctranslate2_engine`).
+This module imports no torch, so that translating with an exported model never does (importing torch takes about 2
 seconds, ten times CTranslate2's whole start).
 """
 
@@ -29,7 +29,8 @@ class LengthPenalty:
 
     lp(|Y|) is 1 for `none`, |Y| for `average`, ((5 + |Y|) / 6)^alpha for `gnmt` (Wu et al. 2016, Eq. 14) and
     ((beta + |Y|) / (beta + 1))^alpha for `sockeye` (Hieber et al. 2018). A negative word penalty rewards length.
-    `coverage` > 0 adds GNMT's coverage penalty with that weight (`nmtkit.search.coverage_penalty`; needs attention).
+    `coverage` > 0 adds GNMT's coverage penalty with that weight (`nmtkit.decoding.search.coverage_penalty`; needs
+    attention).
     """
 
     kind: str = "average"

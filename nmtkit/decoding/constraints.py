@@ -1,5 +1,5 @@
 """Lexical and prefix constraints as text and as target subword ids: what a line asks of its translation, and how
-its text becomes `Constraints` (`ConstraintEncoder`); `nmtkit.constraint_tracker` enforces them in beam search.
+its text becomes `Constraints` (`ConstraintEncoder`); `nmtkit.decoding.constraint_tracker` enforces them in beam search.
 
 - positive phrases must all appear in the output, in any order, as whole words (given the vocabulary's `WordEnds`).
 - negative phrases must not appear.

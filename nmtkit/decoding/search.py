@@ -4,8 +4,8 @@ Beam search keeps all sentences and beams of a batch in one tensor of B*K rows. 
 batch, and Memory/State are reordered generically with `index_select` on their batch dimension (Memory tensors
 that a model keeps at one row per sentence, see `EncoderDecoder.beam_memory`, by sentence). Lines may carry lexical
 and prefix constraints: the same search then ranks its candidates by dynamic beam allocation
-(`nmtkit.constraint_tracker`). A `SymbolGuard` (`nmtkit.placeholder_guard`) makes every search, greedy and sampling
-included, write each masked placeholder of a source exactly once and no other.
+(`nmtkit.decoding.constraint_tracker`). A `SymbolGuard` (`nmtkit.decoding.placeholder_guard`) makes every search,
+greedy and sampling included, write each masked placeholder of a source exactly once and no other.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from dataclasses import dataclass, replace
 import torch
 from torch import Tensor
 
-from nmtkit.constraint_tracker import Choice, ConstraintState, ConstraintTracker
-from nmtkit.constraints import Constraints, WordEnds
 from nmtkit.data.subword import BOS, EOS
-from nmtkit.hypotheses import Hypothesis, LengthPenalty, length_limits
+from nmtkit.decoding.constraint_tracker import Choice, ConstraintState, ConstraintTracker
+from nmtkit.decoding.constraints import Constraints, WordEnds
+from nmtkit.decoding.hypotheses import Hypothesis, LengthPenalty, length_limits
+from nmtkit.decoding.placeholder_guard import SymbolGuard
 from nmtkit.models.base import EncoderDecoder
-from nmtkit.placeholder_guard import SymbolGuard
 
 
 def select_rows(tensors: dict[str, Tensor], index: Tensor) -> dict[str, Tensor]:
@@ -247,11 +247,11 @@ def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: T
     sentence finishes.
 
     `constraints` (one per sentence, None for none) turns on constrained search for those sentences (see
-    `nmtkit.constraint_tracker`): every hypothesis returned for them meets them (positive phrases as whole words,
-    given the target vocabulary's `word_ends`). Where none could within the length limit, the sentence is searched again
-    without them (but with the `guard`), and its hypotheses say so (`constraints_met` False).
+    `nmtkit.decoding.constraint_tracker`): every hypothesis returned for them meets them (positive phrases as whole
+    words, given the target vocabulary's `word_ends`). Where none could within the length limit, the sentence is
+    searched again without them (but with the `guard`), and its hypotheses say so (`constraints_met` False).
 
-    A `guard` (`nmtkit.placeholder_guard`) adds each sentence's placeholder symbols to its constraints and bans
+    A `guard` (`nmtkit.decoding.placeholder_guard`) adds each sentence's placeholder symbols to its constraints and bans
     what its rule rules out; with it every hypothesis keeps the symbols (the length limits must leave room for them:
     `SymbolGuard.constraints`, `constrained_limits`).
 

@@ -1,6 +1,7 @@
 """The check after decoding: whether a masked translation keeps its masked source's placeholder symbols, each
 exactly once, no other, tag pairs properly nested (for an engine that cannot constrain its search, and for the
-repair, `nmtkit/translate/repair.py`). The symbols are `nmtkit.placeholders`' (`｟phk｠`, `｟tk｠` ... `｟/tk｠`)."""
+repair, `nmtkit/translate/repair.py`). The symbols are `nmtkit.symbols.placeholders`' (`｟phk｠`, `｟tk｠` ...
+`｟/tk｠`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from nmtkit.placeholders import CLOSE, OPEN, SYMBOL
+from nmtkit.symbols.placeholders import CLOSE, OPEN, SYMBOL
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,14 @@
 """Settings on disk and on the command line: YAML config files, `section.key=value` overrides and flags merged into
-a config's sections, and prepare's `DataConfig` built from them (the typed configs themselves: `nmtkit.config`)."""
+a config's sections, and prepare's `DataConfig` built from them (the typed configs themselves:
+`nmtkit.config.sections`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from nmtkit.config import DataConfig, to_dict
-from nmtkit.config_values import from_dict
+from nmtkit.config.sections import DataConfig, to_dict
+from nmtkit.config.values import from_dict
 from nmtkit.errors import NmtkitError
 
 

@@ -1,11 +1,11 @@
-"""The repair of a translation of a segment masked to symbols (`nmtkit.markup`): each symbol of the source exactly
-once, none other, tag pairs properly nested, whatever the model wrote."""
+"""The repair of a translation of a segment masked to symbols (`nmtkit.symbols.markup`): each symbol of the source
+exactly once, none other, tag pairs properly nested, whatever the model wrote."""
 
 from __future__ import annotations
 
 import re
 
-from nmtkit.placeholders import CLOSE, OPEN
+from nmtkit.symbols.placeholders import CLOSE, OPEN
 
 SYMBOL_SPLIT = re.compile(f"({OPEN}/?(?:ph|t)[1-9][0-9]*{CLOSE})")
 

@@ -2,8 +2,8 @@
 
 Unknown keys and values of the wrong type are errors: a typo never silently falls back to a default.
 Each model registers its own config dataclass (see `nmtkit.registry`); `Config.model` holds an instance of it,
-which `nmtkit.run_config.build_config` chooses by the model's name. Reading and checking the values of a section
-(`from_dict`, `check_numbers`) is `nmtkit.config_values`. This module imports no other part of nmtkit but those
+which `nmtkit.config.run.build_config` chooses by the model's name. Reading and checking the values of a section
+(`from_dict`, `check_numbers`) is `nmtkit.config.values`. This module imports no other part of nmtkit but those
 two.
 """
 
@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from nmtkit.config_values import Seconds
+from nmtkit.config.values import Seconds
 from nmtkit.errors import NmtkitError
 
 

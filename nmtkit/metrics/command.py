@@ -18,11 +18,11 @@ from pathlib import Path
 import torch
 
 import nmtkit.metrics.builtin  # noqa: F401 (registers the metrics that build_metric finds)
+from nmtkit.config.evaluate import LANGUAGE_CODE, EvaluateConfig
 from nmtkit.data.corpus import decode_line, read_lines
 from nmtkit.data.robustness import read_record
 from nmtkit.data.robustness_config import CLEAN
 from nmtkit.errors import NmtkitError
-from nmtkit.evaluate_config import LANGUAGE_CODE, EvaluateConfig
 from nmtkit.metrics import Metric, bleu, chrf
 from nmtkit.metrics.bootstrap import paired_bootstrap
 from nmtkit.metrics.edit import EditCosts

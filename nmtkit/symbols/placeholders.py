@@ -17,8 +17,8 @@ every bracket of a masked line belongs to a symbol and any line round-trips byte
 Which families a run recognises is its pattern set (`load_patterns`): `auto` (every built-in family below), `none`
 (nothing masked) or a pattern file. Matching is leftmost-longest over all the families at once: the span that starts
 first wins, then the longest match of any family there (a family's longest match, not Perl's leftmost-first one:
-`a|ab` takes `ab`), at most 4,096 bytes long (`nmtkit.pattern_search.MAX_SPAN`); its family is the first listed
-that matches exactly that span; spans never overlap. The patterns run on RE2 (`nmtkit.pattern_search`), in time
+`a|ab` takes `ab`), at most 4,096 bytes long (`nmtkit.symbols.pattern_search.MAX_SPAN`); its family is the first listed
+that matches exactly that span; spans never overlap. The patterns run on RE2 (`nmtkit.symbols.pattern_search`), in time
 linear in the line whatever they are, so they are RE2's syntax; the built-ins spell out Python's whitespace where
 RE2's `\\s` would be ASCII.
 """
@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nmtkit.errors import NmtkitError
-from nmtkit.pattern_files import BEFORE_RE2, read_pattern_file
-from nmtkit.pattern_search import PatternError, Regexp, byte_spans, char_offsets
+from nmtkit.symbols.pattern_files import BEFORE_RE2, read_pattern_file
+from nmtkit.symbols.pattern_search import PatternError, Regexp, byte_spans, char_offsets
 
 OPEN, CLOSE = "\uff5f", "\uff60"  # ｟ ｠
 SYMBOL = re.compile(f"{OPEN}(/?)(ph|t)([1-9][0-9]*){CLOSE}")

@@ -1,4 +1,4 @@
-"""Typed values of the config dataclasses (`nmtkit.config`): a section built from a dict (YAML, overrides, a
+"""Typed values of the config dataclasses (`nmtkit.config.sections`): a section built from a dict (YAML, overrides, a
 checkpoint's config) with unknown keys, wrong types and numbers out of their `option` range refused, durations read
 from text. Imports no other part of nmtkit but its errors.
 """

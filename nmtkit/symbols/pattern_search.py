@@ -1,4 +1,4 @@
-"""Placeholder patterns on RE2 (`nmtkit.placeholders`): compiling a family's regular expression, and the
+"""Placeholder patterns on RE2 (`nmtkit.symbols.placeholders`): compiling a family's regular expression, and the
 leftmost-longest search of a line over a set of them, in time linear in the line whatever the patterns.
 
 Why RE2 (PyPI `google-re2`): Python's `re` backtracks, so a pattern whose quantified parts can match the same text

@@ -1,7 +1,7 @@
 """HTML and XML input (`translate --input-format html`): translate the text inside markup, keep the markup.
 
-Each input is a fragment (a line), read by `nmtkit.markup_scan` in linear time, each of its characters in exactly
-one piece. Block-level elements (`BLOCK`: `p`, `div`, `li`, `td`, `h1`, `br`...), doctypes and processing
+Each input is a fragment (a line), read by `nmtkit.symbols.markup_scan` in linear time, each of its characters in
+exactly one piece. Block-level elements (`BLOCK`: `p`, `div`, `li`, `td`, `h1`, `br`...), doctypes and processing
 instructions split it into segments, each translated as a sentence; inline elements (any other) stay inside their
 segment. Kept byte for byte, never translated: every tag with its attribute values, comments, CDATA, markup the
 line ends inside, text without letters outside a translated segment, and the whole of an excluded element (`SKIP`,
@@ -11,10 +11,10 @@ translated texts, each its characters so escaped), between the whitespace its so
 
 A segment's inline markup goes through the model one of two ways:
 - as symbols, when the model's vocabulary has the reserved symbols (trained with placeholders,
-  `nmtkit.placeholders`): start and end tag become the pair `｟tk｠` ... `｟/tk｠`; an empty element, a comment or an
-  excluded element the placeholder `｟phk｠`; the segment is translated whole, and `repair` puts each symbol in the
-  translation exactly once, pairs properly nested, so the output is well-formed whenever the input is. With a
-  placeholder rule in force, the placeholders of the text (`%s`, `{0}`) are symbols too (`text_masks`).
+  `nmtkit.symbols.placeholders`): start and end tag become the pair `｟tk｠` ... `｟/tk｠`; an empty element, a
+  comment or an excluded element the placeholder `｟phk｠`; the segment is translated whole, and `repair` puts each
+  symbol in the translation exactly once, pairs properly nested, so the output is well-formed whenever the input
+  is. With a placeholder rule in force, the placeholders of the text (`%s`, `{0}`) are symbols too (`text_masks`).
 - split, for other models: each text between two pieces of markup is translated on its own, the markup stays where
   it was (the input's markup in the input's order; a sentence cut by a `<b>` translates the worse for it).
 Markup around a whole segment (`<li><a href="...">text</a></li>`) stays outside its translation either way; a start
@@ -33,9 +33,9 @@ from itertools import groupby
 from typing import Protocol
 
 from nmtkit.errors import NmtkitError
-from nmtkit.markup_repair import holds_brackets, repair
-from nmtkit.markup_scan import ATOM, BREAK, EMPTY, END, START, TEXT, Token, scan, unescape
-from nmtkit.placeholders import CLOSE, OPEN, PLACEHOLDER_SYMBOLS, TAG_PAIR_SYMBOLS, reordered
+from nmtkit.symbols.markup_repair import holds_brackets, repair
+from nmtkit.symbols.markup_scan import ATOM, BREAK, EMPTY, END, START, TEXT, Token, scan, unescape
+from nmtkit.symbols.placeholders import CLOSE, OPEN, PLACEHOLDER_SYMBOLS, TAG_PAIR_SYMBOLS, reordered
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@
 - `jsonl`: one JSON object per line, `{"text": source, "constraints": [phrase, ...], "negative": [phrase, ...],
   "prefix": target prefix, "tgt_lang": language}`; every key but "text" may be left out (or null); other keys are
   errors. `tgt_lang` chooses a multilingual model's target language for this line (default: `--tgt-lang`).
-- `html`: the line is an HTML or XML fragment whose text is translated and markup kept (`nmtkit.markup`, through
+- `html`: the line is an HTML or XML fragment whose text is translated and markup kept (`nmtkit.symbols.markup`, through
   `Translator.translate_html`, not a request of its own).
 
 A bad line is an error naming the input and the line (`<input>:<line>: ...`), never a guess.
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from nmtkit.config import MAX_LINE_BYTES
+from nmtkit.config.sections import MAX_LINE_BYTES
 from nmtkit.data.lines import bounded_lines
 from nmtkit.errors import NmtkitError
 

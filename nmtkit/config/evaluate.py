@@ -2,7 +2,7 @@
 
 The command line makes its options from these fields at every start, whatever the command, so this module imports
 neither torch nor the metrics: the checks that need them (metric names, each metric's options) are
-`nmtkit.evaluate.check_config`, run before any scoring.
+`nmtkit.metrics.command.check_config`, run before any scoring.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from nmtkit.config import option
-from nmtkit.config_values import check_numbers
+from nmtkit.config.sections import option
+from nmtkit.config.values import check_numbers
 from nmtkit.errors import NmtkitError
 
 LANGUAGE_CODE = re.compile(r"[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,4})*")  # zh, yue, zh_CN, zh-Hant, es-419

@@ -1,6 +1,6 @@
-"""Constrained beam search's bookkeeping: what `nmtkit.search.beam_search` keeps track of, per live hypothesis, for
-lines that carry `Constraints` (`nmtkit.constraints`). It sees only token ids and scores, so it works the same for
-every model.
+"""Constrained beam search's bookkeeping: what `nmtkit.decoding.search.beam_search` keeps track of, per live
+hypothesis, for lines that carry `Constraints` (`nmtkit.decoding.constraints`). It sees only token ids and scores, so
+it works the same for every model.
 
 Each positive phrase is tracked on its own as the longest prefix of it that the output ends with
 (Knuth-Morris-Pratt), so a partial match that breaks falls back to what still matches, and overlapping phrases share
@@ -26,9 +26,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from nmtkit.constraints import Constraints, WordEnds
 from nmtkit.data.subword import EOS
-from nmtkit.placeholder_guard import SymbolGuard
+from nmtkit.decoding.constraints import Constraints, WordEnds
+from nmtkit.decoding.placeholder_guard import SymbolGuard
 
 NEG_INF = float("-inf")
 _KEY_STRIDE = 2**32  # a pair (a sentence or a state, a token) as one sortable number: first * stride + token

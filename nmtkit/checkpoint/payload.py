@@ -14,14 +14,14 @@ from typing import Any, BinaryIO
 
 import torch
 
-from nmtkit.checkpoint_file import FORMAT, load_checkpoint
-from nmtkit.config import Config
+from nmtkit.checkpoint.file import FORMAT, load_checkpoint
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import Config
 from nmtkit.data.subword import Subword
 from nmtkit.data.tags import checked_tag_ids
 from nmtkit.errors import NmtkitError
 from nmtkit.models.base import EncoderDecoder
 from nmtkit.registry import build_model
-from nmtkit.run_config import build_config
 from nmtkit.version import __version__
 
 
@@ -81,7 +81,7 @@ def make_payload(config: Config, model: EncoderDecoder, subwords: tuple[Subword,
     and, for last.pt, the training state. The subword models record their own normalization (`Subword.settings`);
     a multilingual model's `tags` map each target language to the id of its tag; `placeholders` is the data's
     masking rule (the manifest's "placeholders": the pattern families by content), None when it masked nothing."""
-    from nmtkit.config import to_dict
+    from nmtkit.config.sections import to_dict
 
     return {"format": FORMAT, "nmtkit_version": __version__, "config": to_dict(config),
             "subword": {"src": subwords[0].proto, "tgt": subwords[1].proto,

@@ -1,0 +1,1 @@
+"""Checkpoints: what a training run saves and how a saved file is read back."""

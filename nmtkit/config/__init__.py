@@ -1,0 +1,1 @@
+"""Settings: the typed sections, their values, config files and a run's whole config."""

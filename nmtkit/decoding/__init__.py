@@ -1,0 +1,1 @@
+"""Decoding: requests, beam and greedy search, constraints, the placeholder guard, ensembles."""

@@ -1,0 +1,1 @@
+"""Symbols kept through translation: placeholders, their patterns and checks, markup."""
