@@ -15,12 +15,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from nmtkit.decoding.inputs import Request
 from nmtkit.errors import NmtkitError
-from nmtkit.inputs import Request
 from nmtkit.serve.config import ServeConfig
 from nmtkit.serve.requests import BadRequest, check_output_lengths, parse_body, parse_request
 from nmtkit.translate import Translator
 from nmtkit.translate.masking import MaskedLine
+from nmtkit.translate.translator import constraints_refusal
 
 log = logging.getLogger(__name__)
 dumps = functools.partial(json.dumps, allow_nan=False)  # NaN and Infinity are not JSON: a 500, never such an answer
@@ -63,11 +64,9 @@ def encode_sentences(translator: Translator, sentences: list[Request], config: S
     NmtkitError for what the translator cannot serve (constraints its search cannot follow, no target language for
     a multilingual model)."""
     if any(sentence.constrained for sentence in sentences):
-        if not translator.capabilities.constraints:
-            raise NmtkitError(f"constraints and prefixes need a checkpoint: {translator.engine.name} has no "
-                              "constrained search")
-        if translator.decode.sample:
-            raise NmtkitError("constraints and prefixes need beam search; this service samples")
+        refusal = constraints_refusal(translator.engine)
+        if refusal:
+            raise NmtkitError(refusal)
     sources, masked = [], []
     for index, sentence in enumerate(sentences):
         if time.monotonic() > deadline or gone.is_set():

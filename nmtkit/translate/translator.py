@@ -245,17 +245,25 @@ def truncated(ids: list[int], max_source: int, number: int) -> list[int]:
     return ids
 
 
+def constraints_refusal(engine: Engine) -> str | None:
+    """Why `engine` cannot follow constraints and prefixes, None when it can: the one policy of translate (each line)
+    and serve (each request)."""
+    if engine.decode.sample:
+        return "constraints and prefixes need beam search; --sample draws each token freely"
+    if not engine.capabilities.constraints:
+        return (f"{engine.name} has no constrained search: translate lines with constraints or a prefix with the "
+                "checkpoint")
+    return None
+
+
 def request_constraints(engine: Engine, request: Request, number: int) -> Constraints | None:
     """The constraints and prefix of line `number` as ids, None for an unconstrained one; an engine or a search that
-    cannot take them is an error."""
+    cannot take them is an error (`constraints_refusal`)."""
     if not request.constrained:
         return None
-    if engine.decode.sample:
-        raise NmtkitError(f"line {number}: constraints and prefixes need beam search; --sample draws each "
-                          "token freely")
-    if not engine.capabilities.constraints:
-        raise NmtkitError(f"{engine.name} has no constrained search: translate lines with constraints or a "
-                          "prefix with the checkpoint")
+    refusal = constraints_refusal(engine)
+    if refusal:
+        raise NmtkitError(f"line {number}: {refusal}")
     constraints = engine.encode_constraints(request)
     if any(UNK in phrase for phrase in (*constraints.positive, *constraints.negative, constraints.forced)):
         log.warning("line %d: a constraint or the prefix holds characters the target vocabulary cannot write "
