@@ -44,3 +44,15 @@ def tool_dir() -> str:
 def recipe_path(rest: str) -> str:
     """A PATH for a recipe's script: the folder of `tool_dir`, the interpreter's own bin folder, then `rest`."""
     return os.pathsep.join([tool_dir(), str(Path(sys.executable).parent), rest])
+
+
+def stand_in_nmtkit(folder: Path, script: str) -> tuple[dict[str, str], Path]:
+    """An environment whose `nmtkit` is `script` (a stand-in that logs its calls to the returned file and trains
+    nothing), ahead of `recipe_path`'s tools."""
+    bin_dir, calls = folder / "bin", folder / "calls.log"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "nmtkit").write_text(script)
+    (bin_dir / "nmtkit").chmod(0o755)
+    calls.unlink(missing_ok=True)
+    return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}" + recipe_path(os.environ["PATH"]),
+            "NMTKIT_CALLS": str(calls)}, calls

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
-from scripts import ROOT, load_script, recipe_path
+from scripts import ROOT, load_script, stand_in_nmtkit
 from test_messages import mo_bytes
 
 from nmtkit.config.sections import StageConfig
@@ -193,12 +192,8 @@ esac
 def test_run_sh_trains_the_three_systems_for_one_budget_and_tags_one(tmp_path):
     """The workflow's order and options, with a stand-in nmtkit that trains nothing (data and catalogs as above)."""
     write_locale(tmp_path / "locale")
-    bin_dir, calls = tmp_path / "bin", tmp_path / "calls.log"
-    bin_dir.mkdir()
-    (bin_dir / "nmtkit").write_text(FAKE_NMTKIT)
-    (bin_dir / "nmtkit").chmod(0o755)
-    environment = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}" + recipe_path(os.environ["PATH"]),
-                   "NMTKIT_CALLS": str(calls), "LANGS": "xx", "LOCALE_DIR": str(tmp_path / "locale"),
+    base, calls = stand_in_nmtkit(tmp_path, FAKE_NMTKIT)
+    environment = {**base, "LANGS": "xx", "LOCALE_DIR": str(tmp_path / "locale"),
                    "DATA": str(tmp_path / "data"), "OUT": str(tmp_path / "runs"), "MAX_TIME": "7m", "BT_TIME": "3m",
                    "BT_DECODE": "sample", "CONFIG": "none", "DEV": "1", "TEST": "1"}
     result = subprocess.run(["bash", str(ROOT / "recipes" / "backtranslation" / "run.sh")], env=environment,

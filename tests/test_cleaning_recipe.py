@@ -5,11 +5,10 @@ the per-kind table and the results table. Catalogs are written in tmp_path with 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
-from scripts import ROOT, recipe_path
+from scripts import ROOT, stand_in_nmtkit
 from test_messages import mo_bytes
 
 HEADER = ("", "Content-Type: text/plain; charset=UTF-8\n")
@@ -43,12 +42,8 @@ def write_locale(locale_dir: Path) -> None:
 
 def test_run_sh_builds_the_noisy_corpus_and_prepares_the_four_systems_as_documented(tmp_path):
     write_locale(tmp_path / "locale")
-    bin_dir, calls = tmp_path / "bin", tmp_path / "calls.log"
-    bin_dir.mkdir()
-    (bin_dir / "nmtkit").write_text(FAKE_NMTKIT)
-    (bin_dir / "nmtkit").chmod(0o755)
-    environment = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}" + recipe_path(os.environ["PATH"]),
-                   "NMTKIT_CALLS": str(calls), "LOCALE_DIR": str(tmp_path / "locale"), "OTHERS": "fr",
+    base, calls = stand_in_nmtkit(tmp_path, FAKE_NMTKIT)
+    environment = {**base, "LOCALE_DIR": str(tmp_path / "locale"), "OTHERS": "fr",
                    "DATA": str(tmp_path / "data"), "OUT": str(tmp_path / "runs"), "MAX_STEPS": "7",
                    "SEED_STEPS": "5", "SEED_LINES": "4", "KEEP": "0.5"}
     result = subprocess.run(["bash", str(ROOT / "recipes" / "cleaning" / "run.sh")], env=environment,

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
-from scripts import ROOT, load_script, recipe_path
+from scripts import ROOT, load_script, stand_in_nmtkit
 
 from nmtkit.data.multilingual import read_pairs
 
@@ -57,13 +56,8 @@ if [ "$1" = evaluate ]; then echo '{"bleu": {"score": 1.0}, "chrf": {"score": 2.
 
 def train_budgets(tmp_path: Path, **env: str) -> dict[str, str]:
     """Run recipes/multilingual/run.sh with a stand-in nmtkit; each run directory's --max-time."""
-    bin_dir, calls = tmp_path / "bin", tmp_path / "calls.log"
-    bin_dir.mkdir(exist_ok=True)
-    (bin_dir / "nmtkit").write_text(FAKE_NMTKIT)
-    (bin_dir / "nmtkit").chmod(0o755)
-    calls.unlink(missing_ok=True)
-    environment = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}" + recipe_path(os.environ["PATH"]),
-                   "NMTKIT_CALLS": str(calls), "LANGS": "de fr", "ZERO_SHOT": "de-fr",
+    base, calls = stand_in_nmtkit(tmp_path, FAKE_NMTKIT)
+    environment = {**base, "LANGS": "de fr", "ZERO_SHOT": "de-fr",
                    "DATA": str(tmp_path / "data"), "OUT": str(tmp_path / "runs"), **env}
     result = subprocess.run(["bash", str(ROOT / "recipes" / "multilingual" / "run.sh")], env=environment,
                             capture_output=True, text=True)
