@@ -28,7 +28,6 @@ from torch import Tensor
 
 from nmtkit.data.subword import EOS
 from nmtkit.decoding.constraints import Constraints, WordEnds
-from nmtkit.decoding.placeholder_guard import SymbolGuard
 
 NEG_INF = float("-inf")
 _KEY_STRIDE = 2**32  # a pair (a sentence or a state, a token) as one sortable number: first * stride + token
@@ -144,16 +143,14 @@ class Choice:
 
 @dataclass
 class ConstraintState:
-    """Per live row: how much of each phrase the output ends with (all of a met positive phrase), how far it got
-    through the prefix (its forced pieces, then the bytes of its last word), and its placeholder guard's state."""
+    """Per live row: how much of each phrase the output ends with (all of a met positive phrase), and how far it got
+    through the prefix (its forced pieces, then the bytes of its last word)."""
 
     progress: Tensor  # (R, P)
     prefix: Tensor  # (R,)
-    guard: Tensor | None = None  # (R, N) see `SymbolGuard`
 
     def take(self, index: Tensor) -> ConstraintState:
-        guard = None if self.guard is None else self.guard[index]
-        return ConstraintState(self.progress[index], self.prefix[index], guard)
+        return ConstraintState(self.progress[index], self.prefix[index])
 
 
 def _padded(rows: list[list[int]], fill: int, width: int = 1) -> Tensor:
@@ -224,12 +221,13 @@ def occurrence_table(lines: Sequence[Constraints], device: torch.device) -> tupl
 
 
 class ConstraintTracker:
-    """The constraints of a batch of sentences as tensors, indexed by sentence (`_Beams.sentences` in search)."""
+    """The constraints of a batch of sentences as tensors, indexed by sentence (`_Beams.sentences` in search): a
+    `nmtkit.decoding.restriction.Restriction` that also ranks (`choose`)."""
 
     def __init__(self, constraints: Sequence[Constraints | None], device: torch.device,
-                 word_ends: WordEnds | None = None, guard: SymbolGuard | None = None):
+                 word_ends: WordEnds | None = None):
         lines = [line or Constraints() for line in constraints]
-        self.guard = guard  # the placeholder guarantee, its symbols among `constraints` (`SymbolGuard.constraints`)
+        self.lines, self.device, self.word_ends = lines, device, word_ends
         self.glued, self.open = (word_ends.glued.to(device), word_ends.open.to(device)) if word_ends else (None, None)
         self._init_phrases(lines, device)
         self.prefix = PrefixTracker(lines, device)
@@ -253,8 +251,10 @@ class ConstraintTracker:
 
     def initial_state(self, rows: int) -> ConstraintState:
         return ConstraintState(torch.zeros(rows, self.lengths.size(1), dtype=torch.long, device=self.lengths.device),
-                               torch.zeros(rows, dtype=torch.long, device=self.lengths.device),
-                               None if self.guard is None else self.guard.initial_state(rows))
+                               torch.zeros(rows, dtype=torch.long, device=self.lengths.device))
+
+    def take(self, sentences: Tensor) -> ConstraintTracker:
+        return ConstraintTracker([self.lines[index] for index in sentences.tolist()], self.device, self.word_ends)
 
     def complete(self, sentences: Tensor, state: ConstraintState) -> Tensor:
         """(R,) whether each row met every positive phrase and wrote the whole prefix; sentences (R,)."""
@@ -262,18 +262,17 @@ class ConstraintTracker:
         return met.all(dim=1) & self.prefix.written(sentences, state.prefix)
 
     def restrict(self, candidates: Tensor, sentences: Tensor, state: ConstraintState, steps_left: Tensor) -> None:
-        """Set to -inf, in place, the candidates (n, K, V) the constraints rule out: a token completing a negative
-        phrase; in the prefix, every piece it does not allow; EOS before `complete`; what the placeholder guard
-        rules out. Rows at their length limit (`steps_left` (n,) 0: only EOS is left) are left alone."""
-        n, beam_size, vocab = candidates.shape
-        scores = candidates.view(n * beam_size, vocab)
-        row_sentences, row_steps_left = sentences.repeat_interleave(beam_size), steps_left.repeat_interleave(beam_size)
+        """Set to -inf, in place, the candidates the constraints rule out: a token completing a negative phrase; in
+        the prefix, every piece it does not allow; EOS before `complete`. candidates (R, V), one row per live
+        hypothesis, or (n, K, V) with sentences and steps_left (n,) a sentence's. Rows at their length limit
+        (`steps_left` 0: only EOS is left) are left alone."""
+        scores = candidates.view(-1, candidates.size(-1))
+        repeat = scores.size(0) // sentences.size(0)
+        row_sentences, row_steps_left = sentences.repeat_interleave(repeat), steps_left.repeat_interleave(repeat)
         self._ban_negative(scores, row_sentences, state)
         free = row_steps_left > 0
         self.prefix.restrict(scores, row_sentences, state.prefix, free)
         scores[free & ~self.complete(row_sentences, state), EOS] = NEG_INF
-        if self.guard is not None:
-            self.guard.restrict(scores, row_sentences, state.guard, row_steps_left)
 
     def _ban_negative(self, scores: Tensor, sentences: Tensor, state: ConstraintState) -> None:
         lengths = self.lengths[sentences]
@@ -286,8 +285,9 @@ class ConstraintTracker:
         glued = torch.zeros_like(tokens, dtype=torch.bool) if self.glued is None else self.glued[tokens]
         progress = advance_phrases(self.automata, self.lengths, self.open_ends, sentences, state.progress[rows],
                                    tokens, glued)
-        guard = None if self.guard is None else self.guard.advance(state.guard[rows], tokens)
-        return ConstraintState(progress, self.prefix.advance(state.prefix[rows], tokens, sentences), guard)
+        return ConstraintState(progress, self.prefix.advance(state.prefix[rows], tokens, sentences))
+
+    follow = advance  # `Restriction.follow`
 
     def choose(self, candidates: Tensor, sentences: Tensor, state: ConstraintState) -> Choice:
         """One step of constrained beam search over candidates (n, K, V), already `restrict`ed: EOS candidates

@@ -34,10 +34,17 @@ class Constraints:
     forced: tuple[int, ...] = ()  # the pieces of the prefix's complete words, in order
     partial: tuple[tuple[Tensor, Tensor], ...] = ()  # the prefix's last word: for each byte offset into it, the
     # pieces that agree with the bytes left and how many of them each writes (all, for a piece that ends the word)
+    requested: tuple[tuple[str, object], ...] = ()  # (request field, value) of the registered restrictions the line
+    # asks for (`nmtkit.decoding.restriction`)
+
+    @property
+    def lexical(self) -> bool:
+        """Whether the line has phrases or a prefix (what `nmtkit.decoding.constraint_tracker` tracks)."""
+        return bool(self.positive or self.negative or self.forced or self.partial)
 
     @property
     def empty(self) -> bool:
-        return not (self.positive or self.negative or self.forced or self.partial)
+        return not (self.lexical or self.requested)
 
     def room(self) -> int:
         """An output length (EOS included) long enough for the prefix and every positive phrase in turn."""

@@ -4,8 +4,10 @@
 - `tsv`: `source<TAB>phrase<TAB>phrase...` (the format of fairseq's `--constraints`): each field after the source
   is a target-language word or phrase that the translation must contain.
 - `jsonl`: one JSON object per line, `{"text": source, "constraints": [phrase, ...], "negative": [phrase, ...],
-  "prefix": target prefix, "tgt_lang": language}`; every key but "text" may be left out (or null); other keys are
-  errors. `tgt_lang` chooses a multilingual model's target language for this line (default: `--tgt-lang`).
+  "prefix": target prefix, "tgt_lang": language}`, and the field of each registered restriction
+  (`nmtkit.decoding.builtin_restrictions`, e.g. `"no_repeat_ngram": 3`); every key but "text" may be left out (or
+  null); other keys are errors. `tgt_lang` chooses a multilingual model's target language for this line (default:
+  `--tgt-lang`).
 - `html`: the line is an HTML or XML fragment whose text is translated and markup kept (`nmtkit.symbols.markup`, through
   `Translator.translate_html`, not a request of its own).
 
@@ -23,6 +25,7 @@ from typing import BinaryIO
 
 from nmtkit.config.sections import MAX_LINE_BYTES
 from nmtkit.data.lines import bounded_lines
+from nmtkit.decoding.builtin_restrictions import RESTRICTIONS
 from nmtkit.errors import NmtkitError
 
 KEYS = ("text", "constraints", "negative", "prefix", "tgt_lang")
@@ -37,10 +40,11 @@ class Request:
     negative: tuple[str, ...] = ()
     prefix: str = ""
     tgt_lang: str = ""  # a multilingual model's target language ("" = the translator's default)
+    restrictions: tuple[tuple[str, object], ...] = ()  # (field, value) of the registered restrictions it asks for
 
     @property
     def constrained(self) -> bool:
-        return bool(self.constraints or self.negative or self.prefix)
+        return bool(self.constraints or self.negative or self.prefix or self.restrictions)
 
 
 def _shown(value: object) -> str:
@@ -100,15 +104,27 @@ def parse_record(record: object) -> Request:
     sentence); ValueError says what is wrong."""
     if not isinstance(record, dict):
         raise ValueError(f"expected a JSON object such as {{\"text\": \"...\"}}, got {_shown(record)}")
-    unknown = sorted(set(record) - set(KEYS))
+    unknown = sorted(set(record) - set(KEYS) - set(RESTRICTIONS))
     if unknown:
-        raise ValueError(f'unknown key "{unknown[0]}"; the keys are {", ".join(KEYS)}')
+        raise ValueError(f'unknown key "{unknown[0]}"; the keys are {", ".join((*KEYS, *RESTRICTIONS))}')
     if "text" not in record:
         raise ValueError('missing "text" (the source sentence)')
     prefix, tgt_lang = record.get("prefix"), record.get("tgt_lang")
     return Request(_string(record["text"], '"text"'), _phrases(record.get("constraints"), "constraints"),
                    _phrases(record.get("negative"), "negative"), "" if prefix is None else _string(prefix, '"prefix"'),
-                   "" if tgt_lang is None else _string(tgt_lang, '"tgt_lang"'))
+                   "" if tgt_lang is None else _string(tgt_lang, '"tgt_lang"'), _restrictions(record))
+
+
+def _restrictions(record: dict) -> tuple[tuple[str, object], ...]:
+    """The registered restrictions' fields that `record` sets, each value checked by its restriction."""
+    asked = []
+    for field, entry in RESTRICTIONS.items():
+        if record.get(field) is not None:
+            try:
+                asked.append((field, entry.check(record[field])))
+            except ValueError as error:
+                raise ValueError(f'"{field}": {error}') from None
+    return tuple(asked)
 
 
 PARSERS: dict[str, Callable[[str], Request]] = {"text": parse_text, "tsv": parse_tsv, "jsonl": parse_jsonl}

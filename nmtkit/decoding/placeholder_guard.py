@@ -1,14 +1,15 @@
 """The search-time guarantee for masked placeholders (`nmtkit.symbols.placeholders`): each reserved symbol that a
 source holds comes out exactly once, no other reserved symbol comes out, and the tag pairs come out properly nested.
 
-A search meets it with two parts. The source's symbols become one-token positive constraints, so that the
-constrained beam search (`nmtkit.decoding.constraint_tracker`) gives beams to hypotheses that have written them and
-makes EOS wait for them. And a ban mask per hypothesis, over the reserved symbols only (a few dozen columns, whatever
-the vocabulary), rules out a symbol absent from the source, one already written, and a closing tag ｟/tk｠ unless ｟tk｠
-is the innermost tag open: so an opening comes before its closing, and a pair opened inside another closes before it.
-When a hypothesis has exactly as many tokens left before its length limit as symbols to write, only those symbols
-are allowed; at every such step one is (the innermost open tag's closing, or any symbol not yet written when no tag
-is open), so every hypothesis ends with all of them, in greedy search and sampling too.
+A search meets it with two parts, composed as restrictions (`nmtkit.decoding.restriction`). The source's symbols
+become one-token positive constraints (`SymbolGuard.constraints`), so that the constrained beam search
+(`nmtkit.decoding.constraint_tracker`) gives beams to hypotheses that have written them and makes EOS wait for them.
+And the guard itself is a restriction: a ban mask per hypothesis, over the reserved symbols only (a few dozen
+columns, whatever the vocabulary), rules out a symbol absent from the source, one already written, and a closing tag
+｟/tk｠ unless ｟tk｠ is the innermost tag open: so an opening comes before its closing, and a pair opened inside
+another closes before it. When a hypothesis has exactly as many tokens left before its length limit as symbols to
+write, only those symbols are allowed; at every such step one is (the innermost open tag's closing, or any symbol
+not yet written when no tag is open), so every hypothesis ends with all of them, in greedy search and sampling too.
 
 A tag whose other half the source lacks (a source cut short) is guarded as a placeholder of its own.
 
@@ -130,10 +131,17 @@ class SymbolGuard:
         written = (order >= 0).sum(dim=1, keepdim=True)
         return torch.where((order < 0) & (tokens.unsqueeze(1) == self.ids), written, order)
 
+    def follow(self, order: Tensor, rows: Tensor, tokens: Tensor, sentences: Tensor) -> Tensor:
+        """`Restriction.follow`."""
+        return self.advance(order[rows], tokens)
+
     def restrict(self, scores: Tensor, sentences: Tensor, order: Tensor, steps_left: Tensor) -> None:
         """Set to -inf, in place, what each row (R,) of scores (R, V) may not write next: the symbols the rule
         bans, EOS while a symbol is missing, and anything but a symbol when there are only as many tokens left
         (steps_left (R,), EOS excluded) as missing symbols. Rows with no token left (only EOS) are left alone."""
+        if not self.active:  # no sentence holds a symbol: each is banned everywhere (at the limit only EOS is left)
+            scores.index_fill_(1, self.ids, NEG_INF)
+            return
         emitted = order >= 0
         missing = self.present[sentences] & ~emitted  # (R, N)
         open_now = self.paired_open[sentences] & emitted & ~emitted[:, self.partner]

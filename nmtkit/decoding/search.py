@@ -2,10 +2,12 @@
 
 Beam search keeps all sentences and beams of a batch in one tensor of B*K rows. Finished sentences leave the
 batch, and Memory/State are reordered generically with `index_select` on their batch dimension (Memory tensors
-that a model keeps at one row per sentence, see `EncoderDecoder.beam_memory`, by sentence). Lines may carry lexical
-and prefix constraints: the same search then ranks its candidates by dynamic beam allocation
-(`nmtkit.decoding.constraint_tracker`). A `SymbolGuard` (`nmtkit.decoding.placeholder_guard`) makes every search,
-greedy and sampling included, write each masked placeholder of a source exactly once and no other.
+that a model keeps at one row per sentence, see `EncoderDecoder.beam_memory`, by sentence). What a search may write
+is restricted by `Restrictions` (`nmtkit.decoding.restriction`), composed by `restrictions_for` without the search
+knowing which: lexical and prefix constraints (the same search then ranks its candidates by dynamic beam allocation,
+`nmtkit.decoding.constraint_tracker`), the `SymbolGuard` (`nmtkit.decoding.placeholder_guard`) that makes every
+search, greedy and sampling included, write each masked placeholder of a source exactly once and no other, and the
+restrictions lines ask for by a registered request field.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ import torch
 from torch import Tensor
 
 from nmtkit.data.subword import BOS, EOS
-from nmtkit.decoding.constraint_tracker import Choice, ConstraintState, ConstraintTracker
+from nmtkit.decoding.constraint_tracker import Choice, ConstraintTracker
 from nmtkit.decoding.constraints import Constraints, WordEnds
 from nmtkit.decoding.hypotheses import Hypothesis, LengthPenalty, length_limits
 from nmtkit.decoding.placeholder_guard import SymbolGuard
+from nmtkit.decoding.restriction import Restrictions, requested
 from nmtkit.models.base import EncoderDecoder
 
 
@@ -89,39 +92,41 @@ def filter_log_probs(log_probs: Tensor, top_k: int = 0, top_p: float = 1.0) -> T
     return log_probs
 
 
-def _greedy_allowed(log_probs: Tensor, step: int, min_len: int, guard: SymbolGuard | None, rows: Tensor,
-                    order: Tensor | None, steps_left: Tensor) -> Tensor:
-    """log_probs (R, V) with -inf for EOS before `min_len` tokens and for what the guard rules out."""
+def _greedy_allowed(log_probs: Tensor, step: int, min_len: int, restrictions: Restrictions | None, rows: Tensor,
+                    states: tuple, steps_left: Tensor) -> Tensor:
+    """log_probs (R, V) with -inf for EOS before `min_len` tokens and for what the restrictions rule out."""
     allowed = log_probs.index_fill(1, torch.tensor([EOS], device=log_probs.device), float("-inf")) \
         if step < min_len else log_probs  # EOS now would give fewer than min_len tokens
-    if guard is not None:  # in place: it changes no score of a token it allows, so log_probs still scores the choice
-        guard.restrict(allowed, rows, order, steps_left)
+    if restrictions is not None:  # in place: they change no score of a token they allow, so log_probs still scores
+        restrictions.restrict(allowed, rows, states, steps_left)  # the choice
     return allowed
 
 
 @torch.inference_mode()
 def greedy_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: Tensor,
                   choose=argmax_choice, min_len: int = 0, check: Callable[[], None] | None = None,
-                  guard: SymbolGuard | None = None) -> list[Hypothesis]:
+                  guard: SymbolGuard | None = None, restrictions: Restrictions | None = None) -> list[Hypothesis]:
     """Follow one path per sentence, choosing each token with `choose` (argmax: greedy; a `Sampler`: sampling);
     a sentence stops at EOS or at its length limit, and not with EOS before `min_len` tokens (the length limit
     wins over `min_len`). Scores are the model's log-probabilities of the path. `check` is called before each
-    step: it stops the search by raising (`nmtkit serve`'s time budget). A `guard` restricts each step to what its
-    rule allows (the length limits must leave room for the symbols: `SymbolGuard.constraints`, `constrained_limits`)."""
+    step: it stops the search by raising (`nmtkit serve`'s time budget). `restrictions` (none that ranks), or a
+    `guard` alone, restrict each step to what their rules allow (the length limits must leave room for the
+    placeholder symbols: `SymbolGuard.constraints`, `constrained_limits`)."""
+    if restrictions is None and guard is not None:
+        restrictions = Restrictions([guard])
     memory = model.encode(src, src_mask)
     state = model.init_state(memory)
     rows = torch.arange(src.size(0), device=src.device)  # sentence index of each live row
     prev = torch.full_like(rows, BOS)
-    order = None if guard is None else guard.initial_state(src.size(0))
+    states = () if restrictions is None else restrictions.initial_state(src.size(0))
     tokens: list[list[int]] = [[] for _ in range(src.size(0))]
     log_probs_total = [0.0] * src.size(0)
     for step in range(int(max_len.max())):
         if check is not None:
             check()
         log_probs, state, _ = model.step(prev, state, memory)
-        allowed = _greedy_allowed(log_probs, step, min_len, guard, rows, order, max_len[rows] - 1 - step)
+        allowed = _greedy_allowed(log_probs, step, min_len, restrictions, rows, states, max_len[rows] - 1 - step)
         prev = torch.where(step + 1 >= max_len[rows], torch.full_like(rows, EOS), choose(allowed))
-        order = None if guard is None else guard.advance(order, prev)
         chosen = log_probs.gather(1, prev.unsqueeze(1)).squeeze(1)
         for row, token, score in zip(rows.tolist(), prev.tolist(), chosen.tolist()):
             tokens[row].append(token)
@@ -129,8 +134,10 @@ def greedy_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len:
         live = (prev != EOS).nonzero().squeeze(1)
         if live.numel() == 0:
             break
+        if restrictions is not None:
+            states = restrictions.follow(states, live, prev[live], rows[live])
         if live.numel() < rows.numel():
-            rows, prev, order = rows[live], prev[live], None if order is None else order[live]
+            rows, prev = rows[live], prev[live]
             state, memory = select_rows(state, live), select_rows(memory, live)
     return [Hypothesis(seq[:-1] if seq and seq[-1] == EOS else seq, total, total)
             for seq, total in zip(tokens, log_probs_total)]
@@ -144,7 +151,7 @@ class _Beams:
     scores: Tensor  # (n, K) cumulative log-probabilities
     tokens: Tensor  # (n*K, t) tokens so far, BOS first
     coverage: Tensor | None = None  # (n*K, S) attention summed over the steps so far (coverage penalty only)
-    constraints: ConstraintState | None = None  # (n*K) rows' constraint state (constrained search only)
+    states: tuple = ()  # (n*K) rows' state of each restriction (`Restrictions`)
 
 
 def top_choice(candidates: Tensor) -> Choice:
@@ -257,42 +264,45 @@ def beam_search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: T
 
     `check` is called before each decoding step: it stops the search by raising (`nmtkit serve`'s time budget).
     """
-    tracker, banned = _restriction(constraints, guard, src.device, word_ends)
-    found = _search(model, src, src_mask, max_len, beam_size, length_penalty, min_len, stop_finished, tracker, check,
-                    banned)
-    if tracker is None:
+    restrictions = restrictions_for(constraints, guard, src.device, word_ends)
+    found = _search(model, src, src_mask, max_len, beam_size, length_penalty, min_len, stop_finished, restrictions,
+                    check)
+    if restrictions is None or restrictions.ranker is None:
         return found
     found = [[hyp for hyp in hyps if hyp.constraints_met] for hyps in found]
     unmet = [index for index, hyps in enumerate(found) if not hyps]
     if unmet:
         rows = torch.tensor(unmet, device=src.device)
-        tracker, banned = _restriction(None, None if guard is None else guard.take(rows), src.device, word_ends)
+        lines = None if constraints is None else [Constraints(requested=(constraints[index] or Constraints()).requested)
+                                                  for index in unmet]  # searched again: all but phrases and prefix
+        again = restrictions_for(lines, None if guard is None else guard.take(rows), src.device, word_ends)
         again = _search(model, src[rows], src_mask[rows], max_len[rows], beam_size, length_penalty, min_len,
-                        stop_finished, tracker, check, banned)
+                        stop_finished, again, check)
         for index, hyps in zip(unmet, again):
             found[index] = [replace(hyp, constraints_met=False) for hyp in hyps]
     return found
 
 
-def _restriction(lines: Sequence[Constraints | None] | None, guard: SymbolGuard | None, device: torch.device,
-                 word_ends: WordEnds | None) -> tuple[ConstraintTracker | None, Tensor | None]:
-    """The tracker of a constrained search for `lines` (None: none) and the guard's symbols, if any line needs one;
-    and the ids to ban at every step where the guard's sentences hold no symbol (the tracker's guard bans them
-    otherwise)."""
-    if guard is not None and guard.active:
-        return ConstraintTracker(guard.constraints(lines), device, word_ends, guard), None
-    banned = None if guard is None else guard.ids
-    if lines is None or all(line is None or line.empty for line in lines):
-        return None, banned
-    return ConstraintTracker(lines, device, word_ends), banned
+def restrictions_for(lines: Sequence[Constraints | None] | None, guard: SymbolGuard | None, device: torch.device,
+                     word_ends: WordEnds | None = None) -> Restrictions | None:
+    """The restrictions of a search of `lines` (None: no line asks for any) and the placeholder `guard`: the guard,
+    the constraint tracker where a line has phrases or a prefix or the guard symbols to keep (its one-token goals),
+    and the registered restrictions the lines ask for by request field. None where there is none."""
+    parts: list = [] if guard is None else [guard]
+    goals = guard.constraints(lines) if guard is not None and guard.active else lines
+    if goals is not None and any(line is not None and line.lexical for line in goals):
+        parts.append(ConstraintTracker(goals, device, word_ends))
+    if lines is not None:
+        parts += requested(lines, device)
+    return Restrictions(parts) if parts else None
 
 
 def _search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: Tensor, beam_size: int,
             length_penalty: LengthPenalty, min_len: int, stop_finished: int,
-            tracker: ConstraintTracker | None = None, check: Callable[[], None] | None = None,
-            banned: Tensor | None = None) -> list[list[Hypothesis]]:
-    """The search loop of `beam_search`; with a `tracker`, its candidates are restricted and ranked by it; `banned`
-    ids are never written."""
+            restrictions: Restrictions | None = None,
+            check: Callable[[], None] | None = None) -> list[list[Hypothesis]]:
+    """The search loop of `beam_search`; with `restrictions`, its candidates are restricted by them (and ranked by
+    the one that ranks)."""
     enough = min(stop_finished, beam_size) if stop_finished > 0 else beam_size
     batch, device = src.size(0), src.device
     memory = model.encode(src, src_mask)
@@ -302,7 +312,7 @@ def _search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: Tenso
     scores[:, 0] = 0.0  # all beams start identical: keep one
     beams = _Beams(torch.arange(batch, device=device), scores,
                    torch.full((batch * beam_size, 1), BOS, dtype=torch.long, device=device),
-                   constraints=None if tracker is None else tracker.initial_state(batch * beam_size))
+                   states=() if restrictions is None else restrictions.initial_state(batch * beam_size))
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
     for step in range(int(max_len.max())):
         if check is not None:
@@ -312,13 +322,12 @@ def _search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: Tenso
             beams.coverage = _add_coverage(beams.coverage, attention)
         vocab = log_probs.size(-1)
         candidates, steps_left = _candidates(beams, log_probs, step, max_len, min_len)
-        if banned is not None:
-            candidates[:, :, banned] = float("-inf")
-        if tracker is None:
+        if restrictions is None:
             choice = top_choice(candidates)
         else:
-            tracker.restrict(candidates, beams.sentences, beams.constraints, steps_left)
-            choice = tracker.choose(candidates, beams.sentences, beams.constraints)
+            restrictions.restrict(candidates.view(-1, vocab), beams.sentences.repeat_interleave(beam_size),
+                                  beams.states, steps_left.repeat_interleave(beam_size))
+            choice = restrictions.choose(candidates, beams.sentences, beams.states, top_choice)
         _finalize(beams, choice, vocab, step, finished, length_penalty, memory["src_mask"])
         all_rows = (torch.arange(choice.next_ids.size(0), device=device).unsqueeze(1) * beam_size
                     + choice.next_ids // vocab)  # (n, K) the row each continuation extends
@@ -331,19 +340,23 @@ def _search(model: EncoderDecoder, src: Tensor, src_mask: Tensor, max_len: Tenso
             break
         keep = (~done).nonzero().squeeze(1)
         source_rows = all_rows[keep].view(-1)  # (n'*K,)
-        beams = _next_beams(beams, choice, keep, source_rows, vocab)
+        beams = _next_beams(beams, choice, keep, source_rows, vocab, restrictions)
         state = select_rows(state, source_rows)
         if keep.numel() < done.numel():
             memory = keep_sentences(memory, done.numel(), keep, beam_size)
     return [sorted(hyps, key=lambda hyp: hyp.score, reverse=True) for hyps in finished]
 
 
-def _next_beams(beams: _Beams, choice: Choice, keep: Tensor, source_rows: Tensor, vocab: int) -> _Beams:
+def _next_beams(beams: _Beams, choice: Choice, keep: Tensor, source_rows: Tensor, vocab: int,
+                restrictions: Restrictions | None) -> _Beams:
     """The beams of the `keep` sentences after this step's continuations; source_rows (n'*K,) are the rows they
     extend."""
     beam_size = beams.scores.size(1)
     kept_rows = (keep.unsqueeze(1) * beam_size + torch.arange(beam_size, device=keep.device)).view(-1)
-    return _Beams(beams.sentences[keep], choice.next_scores[keep],
-                  torch.cat([beams.tokens[source_rows], (choice.next_ids[keep] % vocab).view(-1, 1)], dim=1),
-                  None if beams.coverage is None else beams.coverage[source_rows],
-                  None if choice.next_state is None else choice.next_state.take(kept_rows))
+    sentences, tokens = beams.sentences[keep], (choice.next_ids[keep] % vocab).view(-1)
+    states = () if restrictions is None else restrictions.follow(
+        beams.states, source_rows, tokens, sentences.repeat_interleave(beam_size),
+        None if choice.next_state is None else choice.next_state.take(kept_rows))
+    return _Beams(sentences, choice.next_scores[keep],
+                  torch.cat([beams.tokens[source_rows], tokens.view(-1, 1)], dim=1),
+                  None if beams.coverage is None else beams.coverage[source_rows], states)

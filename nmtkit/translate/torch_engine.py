@@ -8,6 +8,7 @@ import copy
 import functools
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -87,7 +88,9 @@ class TorchEngine:
         return ConstraintEncoder(self.loaded.tgt_subword)
 
     def encode_constraints(self, request: Request) -> Constraints:
-        return self.constraint_encoder.encode(request.constraints, request.negative, request.prefix)
+        """The line's constraints and prefix in target ids, with the registered restrictions it asks for."""
+        constraints = self.constraint_encoder.encode(request.constraints, request.negative, request.prefix)
+        return replace(constraints, requested=request.restrictions) if request.restrictions else constraints
 
     @functools.cached_property
     def reserved(self) -> ReservedIds | None:

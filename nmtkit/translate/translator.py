@@ -249,10 +249,10 @@ def constraints_refusal(engine: Engine) -> str | None:
     """Why `engine` cannot follow constraints and prefixes, None when it can: the one policy of translate (each line)
     and serve (each request)."""
     if engine.decode.sample:
-        return "constraints and prefixes need beam search; --sample draws each token freely"
+        return "constraints, prefixes and restrictions need beam search; --sample draws each token freely"
     if not engine.capabilities.constraints:
-        return (f"{engine.name} has no constrained search: translate lines with constraints or a prefix with the "
-                "checkpoint")
+        return (f"{engine.name} has no constrained search: translate lines with constraints, a prefix or a "
+                "restriction with the checkpoint")
     return None
 
 
