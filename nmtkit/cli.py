@@ -16,12 +16,12 @@ from typing import Annotated
 import typer
 
 from nmtkit.cli_options import ConfigValues, CurrentStderrHandler, config_options, handle_errors, show_tracebacks
-from nmtkit.config.evaluate import EvaluateConfig
 from nmtkit.config.sections import LINE_CAP_HELP, MAX_LINE_BYTES, DataConfig, DecodeConfig, TrainConfig, help_for
 from nmtkit.config.values import parse_duration
 from nmtkit.data.distilled_config import DistillFilterConfig
 from nmtkit.data.robustness_config import RobustnessConfig
 from nmtkit.errors import NmtkitError
+from nmtkit.metrics.options import EvaluateConfig
 from nmtkit.scoring.config import PairScoreConfig
 from nmtkit.serve.config import ServeConfig
 from nmtkit.version import __version__

@@ -1,6 +1,6 @@
 """Small explicit registries: models, `@register_model("name", config=Cls)`, the attention scores of the RNN
-models, `@register_score("dot")`, and the metrics of `nmtkit evaluate`, `@register_metric("bleu")`. A name registered
-twice is an error; an unknown name lists the known ones.
+models, `@register_score("dot")`, and the metrics of `nmtkit evaluate`, `@register_metric("chrf", options=Cls)`. A
+name registered twice is an error; an unknown name lists the known ones.
 
 Models are imported explicitly in `nmtkit.models`, scores defined in `nmtkit.modules.attention` and metric modules
 imported explicitly in `nmtkit.metrics.builtin`, never discovered by scanning folders. This module imports no other
@@ -29,6 +29,7 @@ MODELS: dict[str, ModelEntry] = {}
 MODEL_BASES: list[type] = []  # the class every registered model subclasses: EncoderDecoder
 SCORES: dict[str, Callable[..., Any]] = {}  # name -> build(query_dim, key_dim, options) -> score Module
 METRICS: dict[str, Callable[..., Any]] = {}  # name -> build(name, references, config, device) -> Metric
+METRIC_OPTIONS: dict[str, type | None] = {}  # name -> its options dataclass (None: it has none)
 
 
 def register_model_base(cls: type) -> type:
@@ -95,11 +96,20 @@ def get_score(name: str) -> Callable[..., Any]:
     return SCORES[name]
 
 
-def register_metric(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register a builder of a metric under each of `names`; the builder is called as `build(name, references,
-    config, device)` with the name asked for (so that aliases such as chrf and chrf++ share one builder), the
-    reference streams, the `EvaluateConfig` and the torch device, and returns a `nmtkit.metrics.Metric`."""
-    return _register_builder(METRICS, "metric", names)
+def register_metric(*names: str, options: type | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a builder of a metric under each of `names`, with its options dataclass if it has options (as a
+    model registers with its config; `nmtkit.metrics.options` lists every such class, so that evaluate's flags hold
+    them); the builder is called as `build(name, references, config, device)` with the name asked for (so that
+    aliases such as chrf and chrf++ share one builder), the reference streams, the `EvaluateConfig` (whose
+    `options(cls)` gives the metric its own) and the torch device, and returns a `nmtkit.metrics.Metric`."""
+    register = _register_builder(METRICS, "metric", names)
+
+    def decorate(build: Callable[..., Any]) -> Callable[..., Any]:
+        register(build)
+        METRIC_OPTIONS.update(dict.fromkeys(names, options))
+        return build
+
+    return decorate
 
 
 def get_metric(name: str) -> Callable[..., Any]:

@@ -17,8 +17,8 @@ from training_runs import train_losses, wait_for_step
 from typer.testing import CliRunner
 
 from nmtkit.cli import app
-from nmtkit.config.evaluate import EvaluateConfig
 from nmtkit.config.sections import DataConfig, DecodeConfig, TrainConfig, help_for
+from nmtkit.metrics.options import EvaluateConfig
 from nmtkit.serve.config import ServeConfig
 
 ROOT = Path(__file__).resolve().parents[1]

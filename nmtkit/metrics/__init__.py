@@ -10,9 +10,10 @@ from __future__ import annotations
 import functools
 import operator
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from torch import Tensor
+if TYPE_CHECKING:  # the package imports no torch: `nmtkit.metrics.options` is read at every start of the CLI
+    from torch import Tensor
 
 
 class Metric(Protocol):

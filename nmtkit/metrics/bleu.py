@@ -27,11 +27,12 @@ from nmtkit.metrics.ngrams import (
     rank_in_run,
     sort_rows,
 )
+from nmtkit.metrics.options import BleuOptions
 from nmtkit.metrics.tokenize import bleu_metric, bleu_token_slices, default_tokenizer
 from nmtkit.registry import register_metric
 
 if TYPE_CHECKING:
-    from nmtkit.config.evaluate import EvaluateConfig
+    from nmtkit.metrics.options import EvaluateConfig
 
 
 def closest_ref_lengths(hyp_lengths: Tensor, ref_lengths: Tensor) -> Tensor:
@@ -60,15 +61,9 @@ def clipped_counts(hyp: Tensor, refs: list[Tensor], max_order: int) -> Tensor:
 
 
 def check_options(smooth_method: str, smooth_value: float | None, max_ngram_order: int) -> None:
-    """Refuse, in one line, BLEU options that sacrebleu would reject with an assertion or a crash, or ignore."""
-    if smooth_method not in BLEU.SMOOTH_DEFAULTS:
-        raise NmtkitError(f"unknown BLEU smoothing {smooth_method!r}; choose from {', '.join(BLEU.SMOOTH_DEFAULTS)}")
-    if smooth_value is not None and BLEU.SMOOTH_DEFAULTS[smooth_method] is None:
-        raise NmtkitError(f"a smoothing value is for floor and add-k smoothing, not {smooth_method}")
-    if smooth_value is not None and smooth_value < 0:
-        raise NmtkitError(f"the BLEU smoothing value must not be negative, not {smooth_value}")
-    if max_ngram_order < 1:
-        raise NmtkitError(f"BLEU's maximum n-gram order must be at least 1, not {max_ngram_order}")
+    """Refuse, in one line, BLEU options that sacrebleu would reject with an assertion or a crash, or ignore
+    (`BleuOptions` checks them)."""
+    BleuOptions(None, smooth_method, smooth_value, max_ngram_order)
 
 
 class DeviceBLEU:
@@ -148,9 +143,10 @@ class DeviceBLEU:
                 "precisions": score.precisions, "bp": score.bp, "sys_len": score.sys_len, "ref_len": score.ref_len}
 
 
-@register_metric("bleu")
+@register_metric("bleu", options=BleuOptions)
 def build_bleu(name: str, references: Sequence[Sequence[str]], config: EvaluateConfig,
                device: torch.device) -> DeviceBLEU:
     """BLEU with the tokenizer asked for, else the target language's."""
-    return DeviceBLEU(references, device, config.lowercase, config.tokenize or default_tokenizer(config.lang),
-                      config.smooth, config.smooth_value, max_ngram_order=config.max_ngram_order)
+    options = config.options(BleuOptions)
+    return DeviceBLEU(references, device, config.lowercase, options.tokenize or default_tokenizer(config.lang),
+                      options.smooth, options.smooth_value, max_ngram_order=options.max_ngram_order)

@@ -15,7 +15,6 @@ import torch
 from sacrebleu.metrics import CHRF
 from torch import Tensor
 
-from nmtkit.errors import NmtkitError
 from nmtkit.metrics import SacrebleuScores
 from nmtkit.metrics.ngrams import (
     Ragged,
@@ -31,10 +30,11 @@ from nmtkit.metrics.ngrams import (
     rank_in_run,
     sort_rows,
 )
+from nmtkit.metrics.options import ChrfOptions
 from nmtkit.registry import register_metric
 
 if TYPE_CHECKING:
-    from nmtkit.config.evaluate import EvaluateConfig
+    from nmtkit.metrics.options import EvaluateConfig
 
 EPS = 1e-16  # sacrebleu's chrF smoothing constant
 
@@ -85,12 +85,8 @@ def f_scores(stats: Tensor, beta: int, eps_smoothing: bool) -> Tensor:
 
 
 def check_options(char_order: int, word_order: int, beta: int) -> None:
-    """Refuse, in one line, chrF options for which sacrebleu's formula is undefined."""
-    if char_order < 1 or word_order < 0:
-        raise NmtkitError(f"chrF needs character n-gram order >= 1 and word order >= 0, not {char_order} and "
-                          f"{word_order}")
-    if beta < 0:
-        raise NmtkitError(f"chrF's beta must not be negative, not {beta}")
+    """Refuse, in one line, chrF options for which sacrebleu's formula is undefined (`ChrfOptions` checks them)."""
+    ChrfOptions(char_order, word_order, beta)
 
 
 class DeviceCHRF(SacrebleuScores):
@@ -156,9 +152,10 @@ class DeviceCHRF(SacrebleuScores):
         return {"score": score.score, "signature": self.signature(), "text": str(score)}
 
 
-@register_metric("chrf", "chrf++")
+@register_metric("chrf", "chrf++", options=ChrfOptions)
 def build_chrf(name: str, references: Sequence[Sequence[str]], config: EvaluateConfig,
                device: torch.device) -> DeviceCHRF:
     """chrF; chrf++ is chrF with word bigrams (word order 2)."""
-    return DeviceCHRF(references, device, config.chrf_char_order, 2 if name == "chrf++" else config.chrf_word_order,
-                      config.chrf_beta, config.lowercase, config.chrf_whitespace, config.chrf_eps_smoothing)
+    options = config.options(ChrfOptions)
+    return DeviceCHRF(references, device, options.char_order, 2 if name == "chrf++" else options.word_order,
+                      options.beta, config.lowercase, options.whitespace, options.eps_smoothing)

@@ -18,14 +18,13 @@ from pathlib import Path
 import torch
 
 import nmtkit.metrics.builtin  # noqa: F401 (registers the metrics that build_metric finds)
-from nmtkit.config.evaluate import LANGUAGE_CODE, EvaluateConfig
 from nmtkit.data.corpus import decode_line, read_lines
 from nmtkit.data.robustness import read_record
 from nmtkit.data.robustness_config import CLEAN
 from nmtkit.errors import NmtkitError
-from nmtkit.metrics import Metric, bleu, chrf
+from nmtkit.metrics import Metric
 from nmtkit.metrics.bootstrap import paired_bootstrap
-from nmtkit.metrics.edit import EditCosts
+from nmtkit.metrics.options import LANGUAGE_CODE, EvaluateConfig
 from nmtkit.registry import get_metric, metric_names
 from nmtkit.runtime.device import pick_device
 
@@ -43,16 +42,12 @@ def language_of(path: str | Path) -> str | None:
 
 
 def check_config(config: EvaluateConfig) -> None:
-    """The checks of an `EvaluateConfig` that need the metrics (which sit above the configs): known metric names,
-    and each metric's own options."""
+    """Known metric names (each metric's options were checked by their class when the config was built)."""
     names = metric_names()
     unknown = [name for name in config.metrics if name not in names]
     if unknown or not config.metrics:
         problem = f"unknown metric {', '.join(map(repr, unknown))}" if unknown else "no metric given"
         raise NmtkitError(f"{problem}; choose from {', '.join(names)}")
-    bleu.check_options(config.smooth, config.smooth_value, config.max_ngram_order)
-    chrf.check_options(config.chrf_char_order, config.chrf_word_order, config.chrf_beta)
-    EditCosts.parse(config.edit_costs)
 
 
 def build_metric(name: str, references: Sequence[Sequence[str]], config: EvaluateConfig,

@@ -31,10 +31,11 @@ from nmtkit.metrics.ngrams import (
     length_batches,
     on_one_thread,
 )
+from nmtkit.metrics.options import EditOptions
 from nmtkit.registry import register_metric
 
 if TYPE_CHECKING:
-    from nmtkit.config.evaluate import EvaluateConfig
+    from nmtkit.metrics.options import EvaluateConfig
 
 CELLS_PER_TOKEN = 4  # batches of pairs hold this many padded tokens times 64-bit words per token of budget
 FIELD = 21  # bits per operation count in the packed counters of `weighted_levenshtein` (pairs < 2M tokens)
@@ -59,12 +60,8 @@ class EditCosts:
 
     @classmethod
     def parse(cls, text: str) -> EditCosts:
-        """'ins,del,sub', e.g. '1,1,2'."""
-        try:
-            insertion, deletion, substitution = (int(part) for part in text.split(","))
-        except ValueError as error:
-            raise NmtkitError(f"edit costs {text!r} are not three integers 'ins,del,sub' such as 1,1,2") from error
-        return cls(insertion, deletion, substitution)
+        """'ins,del,sub', e.g. '1,1,2' (`EditOptions` reads them)."""
+        return cls(*EditOptions(costs=text).parsed_costs())
 
 
 @dataclass
@@ -221,8 +218,9 @@ class DeviceEdit:
                 "text": text}
 
 
-@register_metric("edit")
+@register_metric("edit", options=EditOptions)
 def build_edit(name: str, references: Sequence[Sequence[str]], config: EvaluateConfig,
                device: torch.device) -> DeviceEdit:
     """Weighted edit distance over characters or whitespace tokens."""
-    return DeviceEdit(references, device, EditCosts.parse(config.edit_costs), config.edit_unit == "char")
+    options = config.options(EditOptions)
+    return DeviceEdit(references, device, EditCosts.parse(options.costs), options.unit == "char")

@@ -17,10 +17,11 @@ from torch import Tensor
 
 from nmtkit.errors import NmtkitError
 from nmtkit.metrics import SacrebleuScores, corpus_totals
+from nmtkit.metrics.options import TerOptions
 from nmtkit.registry import register_metric
 
 if TYPE_CHECKING:
-    from nmtkit.config.evaluate import EvaluateConfig
+    from nmtkit.metrics.options import EvaluateConfig
 
 
 class SacrebleuTER(SacrebleuScores):
@@ -46,9 +47,10 @@ class SacrebleuTER(SacrebleuScores):
                 "ref_length": score.ref_length}
 
 
-@register_metric("ter")
+@register_metric("ter", options=TerOptions)
 def build_ter(name: str, references: Sequence[Sequence[str]], config: EvaluateConfig,
               device: torch.device) -> SacrebleuTER:
     """sacrebleu's TER, counted on the CPU whatever the device."""
-    return SacrebleuTER(references, config.ter_normalized, config.ter_no_punct, config.ter_asian_support,
-                        config.ter_case_sensitive)
+    options = config.options(TerOptions)
+    return SacrebleuTER(references, options.normalized, options.no_punct, options.asian_support,
+                        options.case_sensitive)

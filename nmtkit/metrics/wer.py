@@ -28,7 +28,7 @@ from nmtkit.metrics.ngrams import Ragged, char_tokens, chunked, default_chunk, h
 from nmtkit.registry import register_metric
 
 if TYPE_CHECKING:
-    from nmtkit.config.evaluate import EvaluateConfig
+    from nmtkit.metrics.options import EvaluateConfig
 
 MULTIPLE_SPACES = re.compile(r"\s\s+")  # jiwer.RemoveMultipleSpaces
 
