@@ -388,3 +388,14 @@ def test_the_answer_is_written_as_json_dumps_writes_it(texts, nbest, scores, sco
     assert json.loads(answer(results, nbest, scores)) == expected
     with pytest.raises(ValueError):
         answer([[("a", math.nan)]], 1, True)
+
+
+def test_the_body_cap_is_a_setting():
+    async def scenario(client):
+        assert (await post(client, {"sentences": ["a b"]}))[0] == 200
+        status, body = await post(client, b'{"sentences": ["' + b"a" * 100 + b'"]}')
+        assert (status, body["error"]) == (413, "the body is larger than 64 bytes (--max-body-bytes)")
+
+    run_service(ServeConfig(max_body_bytes=64, batch_wait_ms=1), scenario)
+    with pytest.raises(NmtkitError, match="--max-body-bytes must be at least 1"):
+        ServeConfig(max_body_bytes=0)

@@ -61,7 +61,6 @@ from nmtkit.translate.masking import MaskedLine
 log = logging.getLogger(__name__)
 
 LISTENING = "serving on http://%s:%d (POST /translate, GET /health)"  # what clients may read the port from
-MAX_BODY = 4 * 1024 * 1024  # bytes of one request body: far more than max_sentences long sentences take
 # requests prepared (and answers written) at once: they share one interpreter lock, so more threads add no speed,
 # only more turns the event loop waits for; enough that a small request is not queued behind a few large ones
 REQUEST_THREADS = 4
@@ -113,7 +112,8 @@ class Service:
             raise BadRequest(f"the body did not arrive within {self.config.client_timeout:g} s (--client-timeout)",
                              408) from error
         except web.HTTPRequestEntityTooLarge as error:
-            raise BadRequest(f"the body is larger than {MAX_BODY} bytes", 413) from error
+            raise BadRequest(f"the body is larger than {self.config.max_body_bytes} bytes (--max-body-bytes)",
+                             413) from error
 
     async def translate(self, request: web.Request) -> web.Response:
         if self.stopping:
@@ -237,7 +237,7 @@ async def json_errors(request: web.Request, handler):
 
 
 def make_app(service: Service) -> web.Application:
-    app = web.Application(middlewares=[deadlines, json_errors], client_max_size=MAX_BODY)
+    app = web.Application(middlewares=[deadlines, json_errors], client_max_size=service.config.max_body_bytes)
     app.router.add_post("/translate", service.translate)
     app.router.add_get("/health", service.health)
 

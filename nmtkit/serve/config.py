@@ -34,13 +34,16 @@ class ServeConfig(RequestLimits):
         10.0, "seconds a client has to send a request's headers (from its connection, or its previous answer) and "
         "then its body: a slower one gets 408 or is dropped")
     max_connections: int = option(128, "most open connections: one more is answered 503 and closed at once")
+    max_body_bytes: int = option(4 * 1024 * 1024, "most bytes in one request body (far more than --max-sentences "
+                                                   "long sentences take): a larger one is refused with 413 unread")
 
     def __post_init__(self):
         super().__post_init__()
         if not 0 <= self.port <= 65535:
             raise NmtkitError(f"--port {self.port} is not a port number (0-65535)")
-        if min(self.batch_tokens, self.max_connections) < 1 or self.max_tokens < 0:
-            raise NmtkitError("--batch-tokens and --max-connections must be at least 1, --max-tokens at least 0")
+        if min(self.batch_tokens, self.max_connections, self.max_body_bytes) < 1 or self.max_tokens < 0:
+            raise NmtkitError("--batch-tokens, --max-connections and --max-body-bytes must be at least 1, "
+                              "--max-tokens at least 0")
         if not self.batch_wait_ms >= 0 or not self.shutdown_timeout >= 0:
             raise NmtkitError("--batch-wait-ms and --shutdown-timeout must be at least 0")
         if not 0 < self.time_budget < math.inf or not 0 < self.client_timeout < math.inf:
