@@ -72,7 +72,7 @@ from onmt_convert import convert, nmtkit_to_onmt_tokens, source_line
 from nmtkit.checkpoint.payload import load_checkpoint
 from nmtkit.config.run import build_config
 from nmtkit.data.subword import Subword
-from nmtkit.export.ctranslate2 import export_model
+from nmtkit.export.command import export_model
 
 log = logging.getLogger("translate_speed")
 

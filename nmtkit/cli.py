@@ -274,7 +274,7 @@ def export(
 ) -> None:
     """Export a Transformer checkpoint to a directory that `translate -m DIR` and `serve -m DIR` run with
     CTranslate2 (subword models included); prints a JSON summary."""
-    from nmtkit.export.ctranslate2 import export_model
+    from nmtkit.export.command import export_model
 
     print(json.dumps(export_model(model, out, to, quantization, shortlist, shortlist_size, shortlist_frequent)))
 
@@ -298,7 +298,7 @@ def serve(
     Concurrent requests are translated together; SIGTERM or Ctrl-C answers the requests received and exits 0.
     Decoding settings not given here are the model's own (its config's decode section)."""
     from nmtkit.config.values import from_dict
-    from nmtkit.serve.app import serve_model
+    from nmtkit.serve.command import serve_model
 
     sections = _sections({"serve": settings, "decode": decode}, overrides)
     serve_model(model, from_dict(ServeConfig, sections["serve"], "serve."), device, threads, inter_threads,

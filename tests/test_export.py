@@ -31,7 +31,8 @@ from nmtkit.data.subword import EOS
 from nmtkit.decoding.inputs import Request
 from nmtkit.decoding.search import max_lengths
 from nmtkit.errors import NmtkitError
-from nmtkit.export.ctranslate2 import export_model, model_spec
+from nmtkit.export.command import export_model
+from nmtkit.export.ctranslate2 import model_spec
 from nmtkit.modules.embeddings import sinusoidal_table
 from nmtkit.registry import build_model
 from nmtkit.translate.ctranslate2_engine import NO_LENGTH_PENALTY, CTranslate2Engine, search_groups, search_options

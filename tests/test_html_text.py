@@ -22,7 +22,7 @@ from nmtkit.checkpoint.payload import LoadedModel, make_payload, save_atomic
 from nmtkit.config.run import build_config
 from nmtkit.config.sections import DataConfig, DecodeConfig
 from nmtkit.data.subword import Subword, train_subword
-from nmtkit.export.ctranslate2 import export_model
+from nmtkit.export.command import export_model
 from nmtkit.registry import build_model
 from nmtkit.symbols.markup import MarkupStats, translate_fragments
 from nmtkit.symbols.placeholders import Patterns, load_patterns, reserved_symbols

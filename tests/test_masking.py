@@ -28,7 +28,7 @@ from nmtkit.data.subword import train_subword
 from nmtkit.decoding.hypotheses import Hypothesis
 from nmtkit.decoding.inputs import Request
 from nmtkit.errors import NmtkitError
-from nmtkit.export.ctranslate2 import export_model
+from nmtkit.export.command import export_model
 from nmtkit.registry import build_model
 from nmtkit.serve.app import ServeConfig, Service, make_app
 from nmtkit.symbols.placeholders import load_patterns, placeholder_keys, reserved_symbols

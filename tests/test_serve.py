@@ -26,7 +26,7 @@ from nmtkit.cli import app
 from nmtkit.config.sections import DecodeConfig
 from nmtkit.decoding.inputs import Request
 from nmtkit.errors import NmtkitError
-from nmtkit.export.ctranslate2 import export_model
+from nmtkit.export.command import export_model
 from nmtkit.serve.app import BadRequest, ServeConfig, Service, make_app
 from nmtkit.serve.requests import parse_request
 from nmtkit.translate.engine import Capabilities

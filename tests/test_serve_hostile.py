@@ -32,7 +32,7 @@ from nmtkit.checkpoint.payload import make_payload, save_atomic
 from nmtkit.config.run import build_config
 from nmtkit.config.sections import DataConfig
 from nmtkit.data.subword import train_subword
-from nmtkit.export.ctranslate2 import export_model
+from nmtkit.export.command import export_model
 from nmtkit.registry import build_model
 from nmtkit.serve.config import ServeConfig
 from nmtkit.serve.connections import LINGER_SECONDS

@@ -16,7 +16,7 @@ from nmtkit.config.sections import DataConfig
 from nmtkit.data.dataset import TokenArray
 from nmtkit.data.prepare import SplitFiles, load_subwords, prepare_data
 from nmtkit.export import shortlist as shortlist_module
-from nmtkit.export.ctranslate2 import export_model
+from nmtkit.export.command import export_model
 from nmtkit.export.shortlist import Shortlist, build_shortlist
 from nmtkit.translate.exported import load_exported
 

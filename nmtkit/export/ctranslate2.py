@@ -33,11 +33,10 @@ from pathlib import Path
 import numpy as np
 from torch import Tensor, nn
 
-from nmtkit.checkpoint.payload import LoadedModel, load_checkpoint, restore_model
+from nmtkit.checkpoint.payload import LoadedModel
 from nmtkit.config.sections import to_dict
 from nmtkit.data.subword import BOS, EOS, UNK, Subword
 from nmtkit.errors import NmtkitError
-from nmtkit.export.shortlist import shortlist_from_data
 from nmtkit.models.transformer import GATED, DecoderLayer, EncoderLayer, Transformer
 from nmtkit.translate.exported import MANIFEST, MANIFEST_FORMAT, SOURCE_SUBWORD, TARGET_SUBWORD, VMAP
 from nmtkit.version import __version__
@@ -194,32 +193,3 @@ def write_directory(loaded: LoadedModel, out: Path, quantization: str, vmap: str
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-
-
-def export_model(checkpoint: Path, out: Path, to: str = "ctranslate2", quantization: str = "float32",
-                 shortlist: Path | None = None, shortlist_size: int = 50, shortlist_frequent: int = 500) -> dict:
-    """Export checkpoint `checkpoint` (a Transformer) to the CTranslate2 directory `out`; returns a summary. With
-    `shortlist` (a data directory prepared with the model's subword models), the directory also gets the
-    vocabulary shortlist of its training split: `shortlist_frequent` pieces always, `shortlist_size` per source
-    piece (`nmtkit.export.shortlist`)."""
-    import torch
-
-    if to != "ctranslate2":
-        raise NmtkitError(f"unknown export target {to!r}; nmtkit exports to ctranslate2")
-    if quantization not in QUANTIZATIONS:
-        raise NmtkitError(f"unknown quantization {quantization!r}; use one of {', '.join(QUANTIZATIONS)}")
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise NmtkitError(f"{out} already exists and is not an empty directory; remove it or choose another --out")
-    loaded = restore_model(load_checkpoint(checkpoint), torch.device("cpu"))
-    check_exportable(loaded.model)
-    vmap, described = None, None
-    if shortlist is not None:
-        built = shortlist_from_data(shortlist, loaded.src_subword, loaded.tgt_subword, shortlist_size,
-                                    shortlist_frequent)
-        vmap = built.vmap(loaded.src_subword, loaded.tgt_subword)
-        described = {"file": VMAP, "data": str(shortlist), "pairs": built.pairs, "per_piece": shortlist_size,
-                     "frequent": len(built.frequent)}
-    write_directory(loaded, out, quantization, vmap, described)
-    size = sum(path.stat().st_size for path in out.iterdir())
-    return {"out": str(out), "quantization": quantization, "bytes": size,
-            **({"shortlist": described} if described else {})}

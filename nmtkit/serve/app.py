@@ -35,22 +35,18 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import gc
 import logging
 import math
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from itertools import groupby
-from pathlib import Path
 
 from aiohttp import web
 
 from nmtkit.decoding.inputs import Request
-from nmtkit.errors import NmtkitError
 from nmtkit.serve.config import ServeConfig
 from nmtkit.serve.connections import LINGER_SECONDS, SLACK_SECONDS, CappedSite, deadlines
 from nmtkit.serve.jobs import Job, answer, dumps, encode_sentences, prepare_job
@@ -281,18 +277,3 @@ async def serve_until_stopped(translator: Translator, config: ServeConfig) -> No
         log.info("stopping: answering the requests received, refusing new ones")
     finally:
         await runner.cleanup()
-
-
-def serve_model(model: Path, config: ServeConfig, device: str = "auto", threads: int = 0, inter_threads: int = 0,
-                **decode) -> None:
-    """Load `model` (a checkpoint or an exported directory, see `Translator.load`) and serve it until stopped."""
-    translator = Translator.load(model, device, threads, inter_threads=inter_threads, **decode)
-    # the model and the libraries loaded live as long as the service: a full collection of the cyclic garbage
-    # collector, which holds the interpreter lock throughout (over 0.1 s for all that torch loads), then walks only
-    # the objects of the requests in flight
-    gc.freeze()
-    sys.setswitchinterval(SWITCH_INTERVAL)
-    try:
-        asyncio.run(serve_until_stopped(translator, config))
-    except OSError as error:  # the address is taken or not ours
-        raise NmtkitError(f"cannot listen on {config.host}:{config.port}: {error.strerror or error}") from error
