@@ -29,7 +29,6 @@ MODELS: dict[str, ModelEntry] = {}
 MODEL_BASES: list[type] = []  # the class every registered model subclasses: EncoderDecoder
 SCORES: dict[str, Callable[..., Any]] = {}  # name -> build(query_dim, key_dim, options) -> score Module
 METRICS: dict[str, Callable[..., Any]] = {}  # name -> build(name, references, config, device) -> Metric
-METRIC_OPTIONS: dict[str, type | None] = {}  # name -> its options dataclass (None: it has none)
 
 
 def register_model_base(cls: type) -> type:
@@ -105,11 +104,15 @@ def register_metric(*names: str, options: type | None = None) -> Callable[[Calla
     register = _register_builder(METRICS, "metric", names)
 
     def decorate(build: Callable[..., Any]) -> Callable[..., Any]:
-        register(build)
-        METRIC_OPTIONS.update(dict.fromkeys(names, options))
-        return build
+        build.options = options  # kept with the builder: `metric_options`
+        return register(build)
 
     return decorate
+
+
+def metric_options(name: str) -> type | None:
+    """The options dataclass the metric `name` registered with (None: it has none)."""
+    return getattr(get_metric(name), "options", None)
 
 
 def get_metric(name: str) -> Callable[..., Any]:

@@ -10,14 +10,14 @@ import pytest
 import nmtkit.metrics.builtin  # noqa: F401  (registers the metrics)
 from nmtkit.errors import NmtkitError
 from nmtkit.metrics.options import OPTIONS, BleuOptions, ChrfOptions, EditOptions, EvaluateConfig, TerOptions
-from nmtkit.registry import METRIC_OPTIONS, METRICS
+from nmtkit.registry import METRICS, metric_options
 
 
 def test_every_metric_with_options_has_flags_and_every_options_class_a_metric():
-    registered = {options for options in METRIC_OPTIONS.values() if options is not None}
+    registered = {metric_options(name) for name in METRICS} - {None}
     assert registered == set(OPTIONS)
-    assert set(METRIC_OPTIONS) == set(METRICS)
-    assert (METRIC_OPTIONS["chrf"], METRIC_OPTIONS["chrf++"], METRIC_OPTIONS["wer"]) == (ChrfOptions, ChrfOptions, None)
+    assert [metric_options(name) for name in ("chrf", "chrf++", "bleu", "wer")] == [ChrfOptions, ChrfOptions,
+                                                                                  BleuOptions, None]
 
 
 def test_the_config_holds_each_options_field_under_its_prefix():
