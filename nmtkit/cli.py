@@ -257,6 +257,26 @@ def score_pairs(
         print(json.dumps(summary))
 
 
+@app.command("best-of")
+@handle_errors
+def best_of(
+    nbest: Annotated[Path, typer.Option(help="n-best file as translate --nbest writes it: 'i ||| hypothesis ||| score'",
+                                        dir_okay=False)],
+    ref: Annotated[Path, typer.Option(help="reference file, one line per source line", dir_okay=False)],
+    output: Annotated[Path | None, typer.Option(help="write the best hypotheses here (default: stdout)",
+                                                dir_okay=False)] = None,
+    metric: Annotated[str, typer.Option(help="sentence metric against the reference: chrf, bleu, ter, ...")] = "chrf",
+    device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N")] = "auto",
+) -> None:
+    """Keep, of each line's n-best, the hypothesis closest to its reference (distillation data from a teacher's best
+    translations); with --output, print what was kept as JSON."""
+    from nmtkit.scoring.best_of import best_of_command
+
+    summary = best_of_command(nbest, ref, output, metric, device)
+    if output is not None:
+        print(json.dumps(summary))
+
+
 @app.command()
 @handle_errors
 def export(

@@ -92,7 +92,8 @@ def test_train_refuses_checkpoints_onto_its_init_from(tmp_path):
 OUTPUTS = {("prepare", "--out"), ("train", "--out"), ("translate", "--output"), ("filter-distilled", "--out-src"),
            ("filter-distilled", "--out-tgt"), ("filter-distilled", "--report"), ("export", "--out"),
            ("align", "--output"), ("align", "--plot"), ("score-pairs", "--output"), ("score-pairs", "--out-src"),
-           ("score-pairs", "--out-tgt"), ("score-pairs", "--out-removed"), ("robustness", "--out")}
+           ("score-pairs", "--out-tgt"), ("score-pairs", "--out-removed"), ("robustness", "--out"),
+           ("best-of", "--output")}
 OUTPUT_NAMES = ("--out", "--output", "--report", "--plot")
 
 
@@ -152,6 +153,8 @@ def output_cases(paths: dict[str, Path]) -> dict[tuple[str, str], list[list[str]
                                        for target in (src, tgt, model)],
         ("score-pairs", "--out-removed"): [[*scores, *kept, "--out-removed", target] for target in (src, tgt, model)],
         ("robustness", "--out"): [["robustness", "--src", src, "--ref", tgt, "--out", target] for target in (src, tgt)],
+        ("best-of", "--output"): [["best-of", "--nbest", hyp, "--ref", tgt, "--output", target]
+                                  for target in (hyp, tgt)],
     }
 
 

@@ -1,0 +1,87 @@
+"""Tests for nmtkit/scoring/best_of.py (`nmtkit best-of`): each line's hypothesis closest to its reference, against
+sacrebleu's own sentence scores; the n-best file's hostile forms; through the command line after translate --nbest."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+import sacrebleu
+import torch
+from cli_runner import assert_error, nmtkit
+
+from nmtkit.errors import NmtkitError
+from nmtkit.scoring.best_of import best_of, read_nbest
+
+WORDS = "the a cat dog sat ran on under mat house and".split()
+
+
+def sentence(rng: random.Random) -> str:
+    return " ".join(rng.choices(WORDS, k=rng.randint(1, 8)))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_choice_is_sacrebleus_best_sentence_score(seed):
+    rng = random.Random(seed)
+    references = [sentence(rng) for _ in range(20)]
+    nbest = [[sentence(rng) for _ in range(rng.randint(1, 6))] for _ in references]
+    for metric, score, better in [("chrf", lambda h, r: sacrebleu.sentence_chrf(h, [r]).score, max),
+                                  ("bleu", lambda h, r: sacrebleu.sentence_bleu(h, [r]).score, max),
+                                  ("ter", lambda h, r: sacrebleu.sentence_ter(h, [r]).score, min)]:
+        choices = best_of(nbest, references, metric, torch.device("cpu"))
+        for hyps, ref, choice in zip(nbest, references, choices):
+            scores = [score(hyp, ref) for hyp in hyps]
+            assert choice == scores.index(better(scores)), (metric, hyps, ref)
+
+
+def test_ties_go_to_the_earlier_hypothesis():
+    assert best_of([["a b", "a b", "c"], ["x", "y"]], ["a b", "z"]) == [0, 0]
+
+
+def write(path, text: str):
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    ("0 ||| a\n", ":1: not an n-best line"), ("x ||| a ||| 1\n", ":1: not an n-best line"),
+    ("\u0661 ||| a ||| 1\n", ":1: not an n-best line"), ("0 ||| a ||| 1\n2 ||| b ||| 1\n", ":2: line number 2"),
+    ("1 ||| a ||| 1\n0 ||| b ||| 1\n", ":2: line number 0 out of order"),
+    ("0 ||| a ||| 1\n", "no hypothesis for line 1"),
+    ("", "no hypothesis for line 0"), ("99999999999999999999999 ||| a ||| 1\n", "beyond the 2 references")])
+def test_a_bad_nbest_file_is_an_error_naming_the_line(tmp_path, text, needle):
+    with pytest.raises(NmtkitError, match=needle):
+        read_nbest(write(tmp_path / "nbest", text), 2)
+
+
+def test_a_hypothesis_holding_the_separator_comes_back_whole(tmp_path):
+    nbest = write(tmp_path / "nbest", "0 ||| a ||| b ||| -1.5\n1 |||  ||| -0.1\n")
+    assert read_nbest(nbest, 2) == [["a ||| b"], [""]]
+
+
+def test_through_the_command_line(tmp_path):
+    from test_inputs import CPU, write_model
+
+    model = write_model(tmp_path / "word.pt", "word", 30)
+    source = write(tmp_path / "src", "uno dos\ntres\n\ncuatro cinco seis\n")
+    ref = write(tmp_path / "ref", "the then\nPaul\n\nthere the\n")
+    result = nmtkit("translate", *CPU, "-m", model, "--nbest", "4", "--beam", "4", "--max-len-b", "6",
+                    "--input", str(source))
+    assert result.exit_code == 0, result.stderr
+    nbest = write(tmp_path / "nbest", result.stdout)
+    out = tmp_path / "best"
+    result = nmtkit("best-of", "--nbest", str(nbest), "--ref", str(ref), "--output", str(out), "--device", "cpu")
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    lines = out.read_text(encoding="utf-8").split("\n")
+    assert summary["lines"] == 4 and len(lines) == 5 and lines[-1] == ""
+    parsed = read_nbest(nbest, 4)
+    assert all(line in hyps for line, hyps in zip(lines, parsed))
+    assert nmtkit("best-of", "--nbest", str(nbest), "--ref", str(ref), "--device", "cpu").stdout == "\n".join(lines)
+    assert_error(nmtkit("best-of", "--nbest", str(nbest), "--ref", str(ref), "--output", str(ref)), "--output",
+                 "--ref")
+    assert_error(nmtkit("best-of", "--nbest", str(nbest), "--ref", str(source), "--metric", "comet"),
+                 "unknown metric 'comet'")
+    short = write(tmp_path / "short", "the then\n")
+    assert_error(nmtkit("best-of", "--nbest", str(nbest), "--ref", str(short)), "beyond the 1 references")
