@@ -267,12 +267,14 @@ def best_of(
                                                 dir_okay=False)] = None,
     metric: Annotated[str, typer.Option(help="sentence metric against the reference: chrf, bleu, ter, ...")] = "chrf",
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N")] = "auto",
+    scores: Annotated[bool, typer.Option(help="write 'hypothesis ||| score' (its n-best score), as translate "
+                                              "--scores does, for filter-distilled")] = False,
 ) -> None:
     """Keep, of each line's n-best, the hypothesis closest to its reference (distillation data from a teacher's best
     translations); with --output, print what was kept as JSON."""
     from nmtkit.scoring.best_of import best_of_command
 
-    summary = best_of_command(nbest, ref, output, metric, device)
+    summary = best_of_command(nbest, ref, output, metric, device, scores)
     if output is not None:
         print(json.dumps(summary))
 

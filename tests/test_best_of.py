@@ -12,7 +12,7 @@ import torch
 from cli_runner import assert_error, nmtkit
 
 from nmtkit.errors import NmtkitError
-from nmtkit.scoring.best_of import best_of, read_nbest
+from nmtkit.scoring.best_of import best_of, read_nbest, read_scored_nbest
 
 WORDS = "the a cat dog sat ran on under mat house and".split()
 
@@ -79,6 +79,10 @@ def test_through_the_command_line(tmp_path):
     parsed = read_nbest(nbest, 4)
     assert all(line in hyps for line, hyps in zip(lines, parsed))
     assert nmtkit("best-of", "--nbest", str(nbest), "--ref", str(ref), "--device", "cpu").stdout == "\n".join(lines)
+    scored = nmtkit("best-of", "--nbest", str(nbest), "--ref", str(ref), "--scores").stdout.split("\n")[:-1]
+    hyps, scores = read_scored_nbest(nbest, 4)
+    assert scored == [f"{line} ||| {line_scores[hyps_.index(line)]}" for line, hyps_, line_scores
+                      in zip(lines, hyps, scores)]
     assert_error(nmtkit("best-of", "--nbest", str(nbest), "--ref", str(ref), "--output", str(ref)), "--output",
                  "--ref")
     assert_error(nmtkit("best-of", "--nbest", str(nbest), "--ref", str(source), "--metric", "comet"),

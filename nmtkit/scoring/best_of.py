@@ -28,7 +28,13 @@ SEPARATOR = " ||| "
 
 def read_nbest(path: Path, lines: int) -> list[list[str]]:
     """The hypotheses of each of `lines` lines, best first, from an n-best file."""
+    return read_scored_nbest(path, lines)[0]
+
+
+def read_scored_nbest(path: Path, lines: int) -> tuple[list[list[str]], list[list[str]]]:
+    """The hypotheses of each of `lines` lines, best first, and their scores as written."""
     found: list[list[str]] = [[] for _ in range(lines)]
+    scores: list[list[str]] = [[] for _ in range(lines)]
     current = 0
     for number, text in enumerate(iter_lines(path), 1):
         fields = text.split(SEPARATOR)
@@ -39,11 +45,12 @@ def read_nbest(path: Path, lines: int) -> list[list[str]]:
             raise NmtkitError(f"{path}:{number}: line number {index} out of order or beyond the {lines} references")
         current = index
         found[index].append(SEPARATOR.join(fields[1:-1]))
+        scores[index].append(fields[-1])
     missing = [index for index, hyps in enumerate(found) if not hyps]
     if missing:
         raise NmtkitError(f"{path}: no hypothesis for line {missing[0]} ({len(missing)} lines without one); "
                           "every reference line needs its n-best")
-    return found
+    return found, scores
 
 
 def sentence_scores(metric: str, hypotheses: list[str], references: list[str], device: torch.device) -> list[float]:
@@ -69,9 +76,11 @@ def best_of(nbest: list[list[str]], references: list[str], metric: str = "chrf",
     return choices
 
 
-def best_of_command(nbest: Path, ref: Path, output: Path | None, metric: str = "chrf",
-                    device: str = "auto") -> dict:
-    """Write each line's best hypothesis to `output` (None: stdout); returns what was kept, as counts."""
+def best_of_command(nbest: Path, ref: Path, output: Path | None, metric: str = "chrf", device: str = "auto",
+                    scores: bool = False) -> dict:
+    """Write each line's best hypothesis to `output` (None: stdout), with `scores` as `hypothesis ||| score` (the
+    score the n-best gives it: `translate --scores`'s format, which `filter-distilled` reads); returns what was kept,
+    as counts."""
     inputs = [("--nbest", nbest), ("--ref", ref)]
     if output is None:
         refuse_stdout_onto(inputs)
@@ -79,9 +88,10 @@ def best_of_command(nbest: Path, ref: Path, output: Path | None, metric: str = "
         refuse_onto_inputs([("--output", output)], inputs)
     get_metric(metric)  # an unknown name: the one-line error naming the known ones, before any reading
     references = read_lines(ref)
-    hypotheses = read_nbest(nbest, len(references))
+    hypotheses, written = read_scored_nbest(nbest, len(references))
     choices = best_of(hypotheses, references, metric, pick_device(device))
-    best = [hyps[choice] for hyps, choice in zip(hypotheses, choices)]
+    best = [hyps[choice] + (SEPARATOR + line_scores[choice] if scores else "")
+            for hyps, line_scores, choice in zip(hypotheses, written, choices)]
     if output is None:
         print("".join(line + "\n" for line in best), end="")
     else:

@@ -20,15 +20,24 @@
 #      train/dev/test.SRC and .TGT; default $BIBLE/raw), SRC_LANG (es), TGT_LANG (en), TEACHER (required then),
 #      TEST_NAME (what the test set is, under the table). SHORTLIST ("10 100": the students' export shortlist,
 #      candidate target pieces per source piece and most frequent pieces; with SHARED_VOCAB=1 the teacher is timed
-#      with it too, as "teacher int8 + shortlist").
+#      with it too, as "teacher int8 + shortlist"). BEST_OF (0; N > 1: the teacher writes its N best translations
+#      of each training line and the one closest to the reference by chrF is kept, nmtkit best-of; DATA and OUT
+#      default to directories of their own, suffix -bestN, so the table compares with the run without). MONO (a
+#      file of extra source-language text, one sentence a line: the teacher translates it too, and the students
+#      learn from it as a third corpus, "monolingual").
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 smoke=${SMOKE:-0}
 bible=${BIBLE:-data/bible}
 raw=${RAW:-$bible/raw}
 src=${SRC_LANG:-es} tgt=${TGT_LANG:-en}
-data=${DATA:-data/distill-$src-$tgt}
-out=${OUT:-runs/distill-$src-$tgt}
+best_of=${BEST_OF:-0}
+suffix=""
+[ "$best_of" -gt 1 ] && suffix=-best$best_of
+data=${DATA:-data/distill-$src-$tgt$suffix}
+out=${OUT:-runs/distill-$src-$tgt$suffix}
+mono=${MONO:-}
+[ -z "$mono" ] || [ -f "$mono" ] || { echo "error: MONO file $mono not found" >&2; exit 1; }
 threads=${THREADS:-0}
 students=${STUDENTS:-student-6-1 student-tiny}
 engine=${DISTILL_ENGINE:-int8}
@@ -114,7 +123,14 @@ done
 models=()
 for path in "${teachers[@]}"; do models+=(-m "$path"); done
 [ "$engine" = int8 ] && [ ${#teachers[@]} -eq 1 ] && models=(-m "$out/teacher-int8")
-if [ ! -f "$data/distill.summary.json" ]; then
+if [ ! -f "$data/distill.summary.json" ] && [ "$best_of" -gt 1 ]; then
+  # the teacher's N best (an n-best output cannot resume: the step runs whole), the one closest to the reference
+  nmtkit translate "${models[@]}" --beam "$best_of" --nbest "$best_of" --threads "$threads" \
+    --input "$data/train.$src" --output "$data/distilled.nbest.$tgt" > "$data/distill.summary.part"
+  nmtkit best-of --nbest "$data/distilled.nbest.$tgt" --ref "$data/train.$tgt" --scores \
+    --output "$data/distilled.scored.$tgt" > "$data/best-of.json"
+  mv "$data/distill.summary.part" "$data/distill.summary.json"
+elif [ ! -f "$data/distill.summary.json" ]; then
   nmtkit translate "${models[@]}" --beam 5 --scores --threads "$threads" --input "$data/train.$src" \
     --output "$data/distilled.scored.$tgt" --resume > "$data/distill.summary.part"
   mv "$data/distill.summary.part" "$data/distill.summary.json"
@@ -123,6 +139,19 @@ fi
 nmtkit filter-distilled --src "$data/train.$src" --hyp "$data/distilled.scored.$tgt" \
   --out-src "$data/distilled.$src" --out-tgt "$data/distilled.$tgt" --report "$data/filter.json" \
   ${FILTER_ARGS:-} > /dev/null
+mix="{distilled: 1, original: 1}"
+if [ -n "$mono" ]; then  # extra source text: the teacher's translations of it, filtered as the others
+  [ -f "$data/mono.$src" ] || cp "$mono" "$data/mono.$src"
+  if [ ! -f "$data/mono.summary.json" ]; then
+    nmtkit translate "${models[@]}" --beam 5 --scores --threads "$threads" --input "$data/mono.$src" \
+      --output "$data/mono.scored.$tgt" --resume > "$data/mono.summary.part"
+    mv "$data/mono.summary.part" "$data/mono.summary.json"
+  fi
+  # shellcheck disable=SC2086  # FILTER_ARGS are words
+  nmtkit filter-distilled --src "$data/mono.$src" --hyp "$data/mono.scored.$tgt" --out-src "$data/mono-kept.$src" \
+    --out-tgt "$data/mono-kept.$tgt" --report "$data/mono-filter.json" ${FILTER_ARGS:-} > /dev/null
+  mix="{distilled: 1, original: 1, monolingual: 1}"
+fi
 
 # one data directory, one vocabulary (its own, or the teacher's with SHARED_VOCAB=1): the distilled pairs and the
 # original pairs as two named corpora
@@ -130,6 +159,7 @@ cat > "$data/corpora.yaml" <<EOF
 - {name: original, src: train.$src, tgt: train.$tgt, dev: [$(realpath "$raw/dev.$src"), $(realpath "$raw/dev.$tgt")]}
 - {name: distilled, src: distilled.$src, tgt: distilled.$tgt}
 EOF
+[ -z "$mono" ] || echo "- {name: monolingual, src: mono-kept.$src, tgt: mono-kept.$tgt}" >> "$data/corpora.yaml"
 vocabulary=(--vocab-size "$vocab")
 [ -n "$variant" ] && vocabulary=(--subword-model "${teachers[0]}")  # an ensemble's members share theirs
 [ -f "$prepared/manifest.json" ] || nmtkit prepare --corpora "$data/corpora.yaml" --src-lang "$src" \
@@ -157,7 +187,7 @@ fi
 first=""
 for student in $students; do
   mkdir -p "$out/$student$variant"
-  train "$student$variant" "$here/$student.yaml" "{distilled: 1, original: 1}"
+  train "$student$variant" "$here/$student.yaml" "$mix"
   first=${first:-$student}
 done
 mkdir -p "$out/$first$variant-original"
