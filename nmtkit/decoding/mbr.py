@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+import nmtkit.metrics.builtin  # noqa: F401  (registers the metrics `get_metric` finds)
 from nmtkit.config.evaluate import EvaluateConfig
 from nmtkit.errors import NmtkitError
 from nmtkit.metrics.chrf import DeviceCHRF, f_scores
