@@ -113,6 +113,7 @@ def test_numbers_json_lacks_are_refused_as_they_are_read(body, message):
                              "512 (--max-output-tokens)"),
     ({"alpha": 1e300}, "alpha is 1e+300: this service allows at most 10.0 (--max-alpha)"),
     ({"beam": 16, "nbest": 17}, "nbest is 17: this service allows at most 16 (--max-beam)"),
+    ({"mbr": 17}, "mbr is 17: this service allows at most 16 (--max-beam)"),
 ])
 def test_every_number_option_has_a_limit_that_the_error_names(options, message):
     with pytest.raises(BadRequest) as error:

@@ -23,7 +23,8 @@ from nmtkit.errors import NmtkitError
 
 # the search options a request may set, with their JSON types (a bool is not a number here)
 REQUEST_OPTIONS = {"beam": int, "nbest": int, "length_penalty": str, "alpha": float, "min_len": int,
-                   "max_len_a": float, "max_len_b": int, "tgt_lang": str}
+                   "max_len_a": float, "max_len_b": int, "tgt_lang": str, "mbr": int, "mbr_candidates": str,
+                   "mbr_utility": str}
 MAX_DEPTH = 4  # objects and arrays a request nests: {"sentences": [{"constraints": ["..."]}]}
 
 
@@ -39,7 +40,7 @@ class RequestLimits:
     max_sentence_bytes: int = option(
         12288, "most UTF-8 bytes in one sentence (3 a character: the text of any script within "
         "--max-sentence-chars fits, emoji aside)")
-    max_beam: int = option(16, "largest beam (and nbest) a request may ask for")
+    max_beam: int = option(16, "largest beam (and nbest, and number of MBR candidates) a request may ask for")
     max_output_tokens: int = option(
         512, "most target subwords a request may ask for in one translation: its min_len, |max_len_b|, |max_len_a| "
         "and, for each sentence, max_len_a * (source subwords + 1) + max_len_b (at most what the model's positions "
@@ -183,6 +184,7 @@ def parse_sentence(index: int, sentence: object, limits: RequestLimits) -> Reque
 def check_limits(options: dict, limits: RequestLimits) -> None:
     """BadRequest, naming the limit, for a search option beyond what this service allows."""
     bounds = {"beam": (limits.max_beam, "max-beam"), "nbest": (limits.max_beam, "max-beam"),
+              "mbr": (limits.max_beam, "max-beam"),
               "min_len": (limits.max_output_tokens, "max-output-tokens"),
               "max_len_a": (limits.max_output_tokens, "max-output-tokens"),
               "max_len_b": (limits.max_output_tokens, "max-output-tokens"), "alpha": (limits.max_alpha, "max-alpha")}
