@@ -223,14 +223,15 @@ class Translator:
                  for pairs, line, text in zip(self.engine.align([line.text for line in masked], best), masked, best)]
         return restored(self.masking, masked, found), links
 
-    def translate_confident(self, requests: list[Request], estimators: list[str],
-                            first_line: int = 1) -> tuple[list[list[tuple[str, float]]], list[dict[str, float]]]:
-        """`translate_requests`, and the confidence in each best translation: the named `estimators`
-        (`nmtkit.decoding.confidence`) of the token log-probabilities the model gives it when teacher-forced on its
-        source and on the translation (masked, segmented anew), so that a line gets the same confidence in any
-        batch; an empty line gets certainty (0 log-probability)."""
-        masked = self.mask(requests)
-        sources = self.encode(requests, "line", first_line, masked)
+    def translate_confident(self, requests: list[Request], estimators: list[str], first_line: int = 1,
+                            sources: list[list[int]] | None = None, masked: list[MaskedLine] | None = None,
+                            ) -> tuple[list[list[tuple[str, float]]], list[dict[str, float]]]:
+        """`translate_requests` (`sources` and `masked` as there), and the confidence in each best translation: the
+        named `estimators` (`nmtkit.decoding.confidence`) of the token log-probabilities the model gives it when
+        teacher-forced on its source and on the translation (masked, segmented anew), so that a line gets the same
+        confidence in any batch; an empty line gets certainty (0 log-probability)."""
+        masked = self.mask(requests) if masked is None else masked
+        sources = self.encode(requests, "line", first_line, masked) if sources is None else sources
         found = self._translate_masked(requests, masked, first_line, sources)
         rows = [row for row, request in enumerate(requests) if request.text.strip()]
         targets = self.loaded.tgt_subword.encode([found[row][0][0] for row in rows])
