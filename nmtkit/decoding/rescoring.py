@@ -25,10 +25,17 @@ def forced_log_probs(model: EncoderDecoder, sources: list[list[int]], targets: l
     return [row[: len(target) + 1] for row, target in zip(log_probs.cpu().tolist(), targets)]
 
 
+CPU_BATCH_TOKENS = 1000  # (B, T, V) log-probabilities of at most this many positions at once on a CPU
+
+
 def token_log_probs(model: EncoderDecoder, sources: list[list[int]], targets: list[list[int]],
                     device: torch.device, batch_tokens: int) -> list[list[float]]:
     """`forced_log_probs` of every pair, in input order, in batches of at most `batch_tokens` tokens of the longer
-    side (padding included)."""
+    side (padding included); on a CPU at most CPU_BATCH_TOKENS: 300 messages rescored in 1.24 s in batches of 1,000
+    tokens, 1.95 s in batches of 6,000 (a 3+3-layer Transformer of 8,000 subwords, one thread of an Intel Xeon
+    family 6 model 167)."""
+    if device.type == "cpu":
+        batch_tokens = min(batch_tokens, CPU_BATCH_TOKENS)
     longer = [max(len(source), len(target)) + 1 for source, target in zip(sources, targets)]
     found: list[list[float]] = [[] for _ in sources]
     for batch in token_batches(longer, longer, batch_tokens):
