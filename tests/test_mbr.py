@@ -143,7 +143,7 @@ def test_translate_mbr_beam_outputs_the_mbr_choice_of_the_beams_nbest(model: Pat
     for line in nbest:
         index, text, _ = line.split(" ||| ")
         candidates[int(index)].append(text)
-    chosen = translate_lines(model, LINES, "--mbr", "4", "--mbr-candidates", "beam")
+    chosen = translate_lines(model, LINES, "--mbr", "4")  # beam candidates by default
     assert len(chosen) == len(LINES) and chosen[1] == ""
     for row, text in enumerate(chosen):
         if LINES[row]:
@@ -151,9 +151,10 @@ def test_translate_mbr_beam_outputs_the_mbr_choice_of_the_beams_nbest(model: Pat
 
 
 def test_translate_mbr_sample_gives_a_line_per_line_and_repeats_with_its_seed(model: Path):
-    first = translate_lines(model, LINES, "--mbr", "5", "--epsilon", "0.02", "--mbr-utility", "bleu")
+    options = ("--mbr", "5", "--mbr-candidates", "sample", "--epsilon", "0.02", "--mbr-utility", "bleu")
+    first = translate_lines(model, LINES, *options)
     assert len(first) == len(LINES) and first[1] == ""
-    assert translate_lines(model, LINES, "--mbr", "5", "--epsilon", "0.02", "--mbr-utility", "bleu") == first
+    assert translate_lines(model, LINES, *options) == first
 
 
 @pytest.mark.parametrize(("options", "needles"), [
@@ -162,6 +163,7 @@ def test_translate_mbr_sample_gives_a_line_per_line_and_repeats_with_its_seed(mo
     (("--mbr", "-3"), ("mbr",)),
     (("--mbr", "4", "--sample"), ("--mbr",)),
     (("--epsilon", "0.5"), ("--epsilon",)),
+    (("--mbr", "4", "--epsilon", "0.5"), ("--epsilon restricts sampling",)),
     (("--epsilon", "1.5", "--sample"), ("epsilon",)),
 ])
 def test_bad_mbr_options_are_one_line_errors(model: Path, options: tuple[str, ...], needles: tuple[str, ...]):
@@ -170,6 +172,7 @@ def test_bad_mbr_options_are_one_line_errors(model: Path, options: tuple[str, ..
 
 
 def test_sampled_candidates_refuse_constraints(model: Path):
-    result = nmtkit("translate", "-m", str(model), "--device", "cpu", "--mbr", "4", "--input-format", "tsv",
+    result = nmtkit("translate", "-m", str(model), "--device", "cpu", "--mbr", "4", "--mbr-candidates", "sample",
+                    "--input-format", "tsv",
                     stdin="uno dos\ttres\n")
     assert_error(result, "constraints and prefixes need beam search")

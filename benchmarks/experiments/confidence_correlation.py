@@ -2,7 +2,7 @@
 tau-b and Pearson's r between each estimator and the sentence chrF of the translation against its reference, and what
 flagging the least confident lines catches. Results go to docs/benchmarks.md (Sentence confidence).
 
-usage: python benchmarks/experiments/confidence_correlation.py TRANSLATED REF
+usage: python benchmarks/experiments/confidence_correlation.py TRANSLATED REF [MIN_WORDS]
   TRANSLATED: the output of `nmtkit translate --confidence mean,min,q10,prob` (text ||| name=value ...)
 """
 
@@ -43,13 +43,15 @@ def flagged(confidence: np.ndarray, quality: np.ndarray, share: float) -> tuple[
     return len(worst.intersection(least.tolist())) / count, float(quality[least].mean())
 
 
-def main(translated: str, reference: str) -> None:
+def main(translated: str, reference: str, min_words: str = "1") -> None:
+    """The table over the lines whose reference has at least `min_words` words."""
     texts, estimators = read_rated(translated)
     with open(reference, encoding="utf-8") as handle:
         refs = [line.rstrip("\n") for line in handle]
-    keep = [index for index, ref in enumerate(refs) if ref.strip()]
+    keep = [index for index, ref in enumerate(refs) if len(ref.split()) >= int(min_words)]
     chrf = np.array([sacrebleu.sentence_chrf(texts[index], [refs[index]]).score for index in keep])
-    print(f"{len(keep)} lines, mean sentence chrF {chrf.mean():.2f}; least confident 10% flagged (random: 0.10)")
+    print(f"{len(keep)} lines of at least {min_words} reference words, mean sentence chrF {chrf.mean():.2f}; least "
+          "confident 10% flagged (random: 0.10)")
     print("| estimator | Kendall tau | Pearson r | worst-10% caught | chrF of flagged 10% |")
     print("|---|---:|---:|---:|---:|")
     for name, values in estimators.items():

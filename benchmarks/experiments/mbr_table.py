@@ -13,7 +13,8 @@ from pathlib import Path
 
 SYSTEMS = {"beam5": "beam 5", "mbr-beam8": "MBR, beam N-best, N = 8", "mbr-beam16": "MBR, beam N-best, N = 16",
            "mbr-beam32": "MBR, beam N-best, N = 32", "mbr-eps8": "MBR, epsilon 0.02 samples, N = 8",
-           "mbr-eps16": "MBR, epsilon 0.02 samples, N = 16", "mbr-eps32": "MBR, epsilon 0.02 samples, N = 32"}
+           "mbr-eps16": "MBR, epsilon 0.02 samples, N = 16", "mbr-eps32": "MBR, epsilon 0.02 samples, N = 32",
+           "mbr-beam16-bleu": "MBR, beam N-best, N = 16, BLEU utility"}  # the last: when it was run
 P_VALUE = re.compile(r"p = (\d\.\d+)")
 
 
@@ -21,15 +22,18 @@ def main(directory: str) -> None:
     root = Path(directory)
     times = dict(line.split() for line in (root / "times.txt").read_text().splitlines())
     base = float(times["beam5"])
-    print("| system | BLEU | chrF | TER | p (BLEU / chrF / TER) | time | × beam 5 |")
-    print("|---|---:|---:|---:|---|---:|---:|")
+    print("| system | BLEU | chrF | TER | length ratio | p (BLEU / chrF / TER) | time | × beam 5 |")
+    print("|---|---:|---:|---:|---:|---|---:|---:|")
     for name, label in SYSTEMS.items():
+        if not (root / f"{name}.json").exists():
+            continue
         scores = json.loads((root / f"{name}.json").read_text())
+        ratio = scores["bleu"]["sys_len"] / scores["bleu"]["ref_len"]
         compare = root / f"{name}.compare.txt"
         p_values = " / ".join(P_VALUE.findall(compare.read_text())) if compare.exists() else ""
         seconds = float(times[name])
         print(f"| {label} | {scores['bleu']['score']:.2f} | {scores['chrf']['score']:.2f} | "
-              f"{scores['ter']['score']:.2f} | {p_values} | {seconds:.0f} s | {seconds / base:.1f} |")
+              f"{scores['ter']['score']:.2f} | {ratio:.3f} | {p_values} | {seconds:.0f} s | {seconds / base:.1f} |")
 
 
 if __name__ == "__main__":

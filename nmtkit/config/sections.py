@@ -261,9 +261,9 @@ class DecodeConfig:
     seed: int = option(1, "random seed for sampling")
     mbr: int = option(0, "minimum Bayes risk decoding: N candidates per line (--mbr-candidates), and the one with the "
                          "highest expected utility (--mbr-utility) against the others is output (0 = off)", 0, 1024)
-    mbr_candidates: Literal["sample", "beam"] = option(
-        "sample", "MBR candidates: sample (N draws with --temperature, --top-k, --top-p, --epsilon) or beam (the "
-        "N-best of a beam of N)")
+    mbr_candidates: Literal["beam", "sample"] = option(
+        "beam", "MBR candidates: beam (the N-best of a beam of N) or sample (N draws with --temperature, --top-k, "
+        "--top-p, --epsilon); beam measured better and faster (docs/benchmarks.md)")
     mbr_utility: Literal["chrf", "chrf++", "bleu", "ter"] = option(
         "chrf", "MBR utility, a metric of nmtkit evaluate computed between candidates: chrf, chrf++, bleu "
         "(sentence BLEU) or ter (lower is better: its negative is the utility)")

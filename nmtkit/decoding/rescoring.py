@@ -31,9 +31,8 @@ CPU_BATCH_TOKENS = 1000  # (B, T, V) log-probabilities of at most this many posi
 def token_log_probs(model: EncoderDecoder, sources: list[list[int]], targets: list[list[int]],
                     device: torch.device, batch_tokens: int) -> list[list[float]]:
     """`forced_log_probs` of every pair, in input order, in batches of at most `batch_tokens` tokens of the longer
-    side (padding included); on a CPU at most CPU_BATCH_TOKENS: 300 messages rescored in 1.24 s in batches of 1,000
-    tokens, 1.95 s in batches of 6,000 (a 3+3-layer Transformer of 8,000 subwords, one thread of an Intel Xeon
-    family 6 model 167)."""
+    side (padding included); on a CPU at most CPU_BATCH_TOKENS, measured faster than larger batches
+    (docs/benchmarks.md, sentence confidence)."""
     if device.type == "cpu":
         batch_tokens = min(batch_tokens, CPU_BATCH_TOKENS)
     longer = [max(len(source), len(target)) + 1 for source, target in zip(sources, targets)]
