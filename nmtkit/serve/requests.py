@@ -17,14 +17,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from nmtkit.config.sections import option
+from nmtkit.decoding.confidence import parse_estimators
 from nmtkit.decoding.hypotheses import length_limits
 from nmtkit.decoding.inputs import Request, parse_record
 from nmtkit.errors import NmtkitError
 
-# the search options a request may set, with their JSON types (a bool is not a number here)
+# the search options a request may set, with their JSON types (a bool is not a number here); and "confidence", the
+# estimators of each translation's confidence to answer with ("mean,min": `translate --confidence`), not a search's
 REQUEST_OPTIONS = {"beam": int, "nbest": int, "length_penalty": str, "alpha": float, "min_len": int,
                    "max_len_a": float, "max_len_b": int, "tgt_lang": str, "mbr": int, "mbr_candidates": str,
-                   "mbr_utility": str}
+                   "mbr_utility": str, "confidence": str}
 MAX_DEPTH = 4  # objects and arrays a request nests: {"sentences": [{"constraints": ["..."]}]}
 
 
@@ -245,4 +247,9 @@ def parse_request(body: object, limits: RequestLimits) -> tuple[list[Request], d
     for name, value in options.items():
         check_option(name, value)
     check_limits(options, limits)
+    if "confidence" in options:
+        try:
+            parse_estimators(options["confidence"])
+        except NmtkitError as error:
+            raise BadRequest(str(error).replace("--confidence", "field 'confidence'")) from error
     return sentences, options, scores
