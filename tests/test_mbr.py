@@ -11,6 +11,7 @@ import pytest
 import sacrebleu
 import torch
 from cli_runner import assert_error, nmtkit
+from devices import device_params
 from pair_models import save_model, subword
 
 from nmtkit.config.sections import DecodeConfig
@@ -50,11 +51,12 @@ def random_candidates(rng: random.Random, count: int) -> list[str]:
     return [rng.choice(lines[:index]) if index and rng.random() < 0.3 else line for index, line in enumerate(lines)]
 
 
+@pytest.mark.parametrize("device", device_params())
 @pytest.mark.parametrize("utility", ["chrf", "chrf++", "bleu", "ter"])
-def test_mbr_picks_the_highest_expected_utility_of_fixed_candidates(utility: str):
+def test_mbr_picks_the_highest_expected_utility_of_fixed_candidates(utility: str, device: str):
     rng = random.Random(utility)
     lines = [random_candidates(rng, rng.randint(2, 9)) for _ in range(12)]
-    choices = mbr_choices(lines, utility)
+    choices = mbr_choices(lines, utility, torch.device(device))
     for candidates, choice in zip(lines, choices):
         expected = brute_force_expected(utility, candidates)
         best = max(expected)
@@ -63,10 +65,11 @@ def test_mbr_picks_the_highest_expected_utility_of_fixed_candidates(utility: str
         assert choice == first_best  # the earliest of equals (a beam's best; the first copy of a repeated sample)
 
 
+@pytest.mark.parametrize("device", device_params())
 @pytest.mark.parametrize("utility", ["chrf", "bleu", "ter"])
-def test_utility_matrices_are_sacrebleus_sentence_scores(utility: str):
+def test_utility_matrices_are_sacrebleus_sentence_scores(utility: str, device: str):
     candidates = [["uno dos tres cuatro", "uno dos tres", "diez nueve ocho", "uno dos tres cuatro"]]
-    [matrix] = utility_matrices(utility, candidates, torch.device("cpu"))
+    [matrix] = utility_matrices(utility, candidates, torch.device(device))
     texts = distinct(candidates[0])[0]
     assert matrix.dtype == torch.float64 and matrix.shape == (3, 3)
     for i, hyp in enumerate(texts):
