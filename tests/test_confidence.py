@@ -149,6 +149,10 @@ def test_an_exported_model_rates_and_chooses_as_its_checkpoint(model: Path, tmp_
         chosen = translator.with_decode(mbr=3, mbr_candidates="beam").translate(lines)
         results[path.suffix] = [hyps[0][0] for hyps in texts], rated, chosen
     (pt_texts, pt_rated, pt_chosen), (ct_texts, ct_rated, ct_chosen) = results[".pt"], results[""]
+    sampled = Translator.load(tmp_path / "ct2", device="cpu", threads=1, max_len_b=5, mbr=3, mbr_candidates="sample")
+    assert len(sampled.translate(lines)) == len(lines) and sampled.translate([""]) == [""]
+    with pytest.raises(NmtkitError, match="CTranslate2 has no epsilon sampling"):
+        Translator.load(tmp_path / "ct2", device="cpu", mbr=3, mbr_candidates="sample", epsilon=0.02)
     assert ct_texts == pt_texts and ct_chosen == pt_chosen
     for ours, theirs in zip(pt_rated, ct_rated):
         assert theirs["mean"] == pytest.approx(ours["mean"], abs=1e-4)
