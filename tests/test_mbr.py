@@ -83,6 +83,19 @@ def test_mbr_prefers_the_consensus_over_the_first_candidate():
         assert mbr_choices(candidates, utility) == [1]
 
 
+def test_the_check_runs_between_groups_of_lines_and_stops_the_work_by_raising():
+    lines = [["uno dos", "uno tres"]] * 130
+    calls = []
+    assert mbr_choices(lines, "ter", check=lambda: calls.append(1)) == [0] * 130
+    assert len(calls) == 3  # groups of 64 lines
+
+    def over_budget():
+        raise TimeoutError
+
+    with pytest.raises(TimeoutError):
+        mbr_choices(lines, "chrf", check=over_budget)
+
+
 def test_one_candidate_and_no_line():
     assert mbr_choices([["uno"], []]) == [0, 0]
     assert mbr_choices([]) == []

@@ -13,7 +13,7 @@ samples often are) are scored once and weighed by their count; ties go to the ea
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor
@@ -89,14 +89,23 @@ def expected_utilities(matrix: Tensor, counts: Sequence[int]) -> Tensor:
     return (matrix @ weights - matrix.diagonal()) / (total - 1)
 
 
-def mbr_choices(candidates: Sequence[Sequence[str]], utility: str = "chrf",
-                device: torch.device | None = None) -> list[int]:
-    """The index, in each line's `candidates`, of the candidate of highest expected utility (the first of equals)."""
+LINES_AT_ONCE = 64  # lines whose utilities one metric call counts: `check` runs between such groups
+
+
+def mbr_choices(candidates: Sequence[Sequence[str]], utility: str = "chrf", device: torch.device | None = None,
+                check: Callable[[], None] | None = None) -> list[int]:
+    """The index, in each line's `candidates`, of the candidate of highest expected utility (the first of equals).
+    `check` is called before each group of LINES_AT_ONCE lines and stops the work by raising (`nmtkit serve`'s time
+    budget: TER's pairs, scored in Python, can take seconds)."""
     check_utility(utility)
     device = device or torch.device("cpu")
     choices = []
-    for line, matrix in zip(candidates, utility_matrices(utility, candidates, device)):
-        _, counts, first = distinct(line)
-        best = int(expected_utilities(matrix, counts).argmax()) if counts else 0
-        choices.append(first[best] if first else 0)
+    for start in range(0, len(candidates), LINES_AT_ONCE):
+        if check is not None:
+            check()
+        group = candidates[start: start + LINES_AT_ONCE]
+        for line, matrix in zip(group, utility_matrices(utility, group, device)):
+            _, counts, first = distinct(line)
+            best = int(expected_utilities(matrix, counts).argmax()) if counts else 0
+            choices.append(first[best] if first else 0)
     return choices

@@ -27,6 +27,7 @@ from nmtkit.errors import NmtkitError
 REQUEST_OPTIONS = {"beam": int, "nbest": int, "length_penalty": str, "alpha": float, "min_len": int,
                    "max_len_a": float, "max_len_b": int, "tgt_lang": str, "mbr": int, "mbr_candidates": str,
                    "mbr_utility": str, "confidence": str}
+MAX_CONFIDENCE_CHARS = 64  # "mean,min,q10,prob" and room: a longer value is refused before it is split
 MAX_DEPTH = 4  # objects and arrays a request nests: {"sentences": [{"constraints": ["..."]}]}
 
 
@@ -248,6 +249,9 @@ def parse_request(body: object, limits: RequestLimits) -> tuple[list[Request], d
         check_option(name, value)
     check_limits(options, limits)
     if "confidence" in options:
+        if len(options["confidence"]) > MAX_CONFIDENCE_CHARS:
+            raise BadRequest(f"field 'confidence' has {len(options['confidence'])} characters; it names estimators, "
+                             f"in at most {MAX_CONFIDENCE_CHARS}")
         try:
             parse_estimators(options["confidence"])
         except NmtkitError as error:

@@ -45,5 +45,5 @@ def mbr_search(engine: Engine, subword: Subword, sources: list[list[int]], const
     for hyps in found:
         candidates.append(texts[start: start + len(hyps)])
         start += len(hyps)
-    choices = mbr_choices(candidates, engine.decode.mbr_utility, torch.device(str(engine.device)))
+    choices = mbr_choices(candidates, engine.decode.mbr_utility, torch.device(str(engine.device)), check)
     return [[hyps[choice]] for hyps, choice in zip(found, choices)]
