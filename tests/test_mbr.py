@@ -15,7 +15,7 @@ from devices import device_params
 from pair_models import save_model, subword
 
 from nmtkit.config.sections import DecodeConfig
-from nmtkit.decoding.mbr import check_utility, distinct, mbr_choices, utility_matrices
+from nmtkit.decoding.mbr import check_utility, distinct, mbr_choices, pair_utilities, utility_matrices
 from nmtkit.decoding.search import Sampler
 from nmtkit.errors import NmtkitError
 from nmtkit.translate.ctranslate2_engine import search_options
@@ -75,6 +75,16 @@ def test_utility_matrices_are_sacrebleus_sentence_scores(utility: str, device: s
     for i, hyp in enumerate(texts):
         for j, ref in enumerate(texts):
             assert float(matrix[i, j]) == pytest.approx(sacrebleu_utility(utility, hyp, ref), abs=1e-9)
+
+
+@pytest.mark.parametrize("utility", ["bleu", "chrf"])
+def test_pair_utilities_equal_sacrebleus_sentence_scores_on_random_pairs(utility: str):
+    rng = random.Random(7)
+    pairs = [(" ".join(rng.choices(WORDS[: rng.randint(2, 10)], k=rng.randint(0, 9))),
+              " ".join(rng.choices(WORDS[: rng.randint(2, 10)], k=rng.randint(0, 9)))) for _ in range(400)]
+    scores = pair_utilities(utility, [hyp for hyp, _ in pairs], [ref for _, ref in pairs], torch.device("cpu"))
+    for (hyp, ref), score in zip(pairs, scores.tolist()):
+        assert score == pytest.approx(sacrebleu_utility(utility, hyp, ref), abs=1e-9), (hyp, ref)
 
 
 def test_mbr_prefers_the_consensus_over_the_first_candidate():
