@@ -160,6 +160,11 @@ def translate(
     decode: ConfigValues,
     greedy: Annotated[bool, typer.Option(help="greedy search (same as --beam 1)")] = False,
     scores: Annotated[bool, typer.Option(help="append ` ||| score` to each output line")] = False,
+    confidence: Annotated[str, typer.Option(
+        help="append ` ||| mean=... min=...`: the confidence in each translation, from the model's own token "
+             "log-probabilities when teacher-forced on it, by the estimators named (comma-separated): mean "
+             "(length-normalised log-probability), min (the least probable token), q10 (their 10% quantile), prob "
+             "(mean token probability); docs/translate.md")] = "",
     alignment: Annotated[bool, typer.Option(help="append ` ||| i-j ...` word links from attention")] = False,
     average: Annotated[int, typer.Option(help="average the weights of the last N checkpoint_<step>.pt of the run")] = 0,
     fp16: Annotated[bool, typer.Option("--fp16", help="half precision (for GPUs)")] = False,
@@ -188,7 +193,8 @@ def translate(
         decode["dtype"] = "float16" if fp16 else "bfloat16"
     summary = translate_command(model, input, output, _sections({"decode": decode}, overrides)["decode"], resume,
                                 device, threads, average, inter_threads, max_line_bytes, scores=scores,
-                                alignment=alignment, input_format=input_format, html_skip=html_skip)
+                                confidence=confidence, alignment=alignment, input_format=input_format,
+                                html_skip=html_skip)
     if summary is not None:
         print(json.dumps(summary))
 

@@ -95,6 +95,25 @@ def test_nbest_and_scores_in_an_answer(server, models):
     assert body["scores"][0] == body["nbest"][0][0]["score"] <= 0 and body["scores"][1] == 0
 
 
+def test_mbr_in_a_request_answers_as_translate_does(server, models):
+    lines = ["a b c", "", "d e f g"]
+    status, body = server.post({"sentences": lines, "mbr": 4, "mbr_candidates": "beam", "mbr_utility": "chrf"})
+    assert status == 200
+    assert body["translations"] == cli_translations(models[1], lines, "--mbr", "4", "--mbr-candidates", "beam")
+
+
+def test_confidence_in_an_answer_is_translates(server, models):
+    lines = ["a b c", "", "d e f g"]
+    status, body = server.post({"sentences": lines, "confidence": "mean,min", "scores": True})
+    assert status == 200
+    rows = cli_translations(models[1], lines, "--confidence", "mean,min")
+    assert body["translations"] == [row.split(" ||| ")[0] for row in rows]
+    for values, row in zip(body["confidence"], rows):
+        assert list(values) == ["mean", "min"]
+        assert f"mean={values['mean']:.4f} min={values['min']:.4f}" == row.split(" ||| ")[1]
+    assert body["confidence"][1] == {"mean": 0.0, "min": 0.0}
+
+
 @pytest.mark.parametrize(("body", "status", "message"), [
     (b"{not json", 400, "not valid JSON"),
     (b"\xff\xfe", 400, "not UTF-8"),
@@ -115,6 +134,11 @@ def test_nbest_and_scores_in_an_answer(server, models):
     ({"sentences": ["a"], "beam": 2, "nbest": 3}, 400, "--nbest 3 needs a beam of at least 3"),
     ({"sentences": ["a"], "beam": 4, "length_penalty": "gnmt"}, 400, "gnmt"),
     ({"sentences": ["a"], "beam": 17}, 400, "beam is 17: this service allows at most 16 (--max-beam)"),
+    ({"sentences": ["a"], "mbr": 1}, 400, "--mbr N chooses among N candidates"),
+    ({"sentences": ["a"], "mbr": 4, "mbr_utility": "comet"}, 400, "mbr_utility"),
+    ({"sentences": ["a"], "mbr": "4"}, 400, "'mbr' must be an integer"),
+    ({"sentences": ["a"], "confidence": "median"}, 400, "field 'confidence': unknown estimator 'median'"),
+    ({"sentences": ["a"], "confidence": ["mean"]}, 400, "'confidence' must be a string"),
     ({"sentences": ["a"] * 9}, 413, "9 sentences in one request; at most 8"),
     ({"sentences": ["a", " ".join("abcdefgh" * 2)]}, 413, "sentence 1 has 16 subwords; at most 12"),
     pytest.param(b'{"sentences": ["' + b"a" * (5 << 20) + b'"]}', 413, "larger than 4194304 bytes", id="5MiB-body"),

@@ -105,6 +105,13 @@ def test_numbers_json_lacks_are_refused_as_they_are_read(body, message):
     assert error.value.status == 400
 
 
+def test_confidence_names_are_capped_before_they_are_split():
+    with pytest.raises(BadRequest, match="field 'confidence' has 400000 characters; it names estimators, in at most"):
+        parse_request({"sentences": ["a"], "confidence": "mean," * 80000}, RequestLimits())
+    assert parse_request({"sentences": ["a"], "confidence": "mean,min,q10,prob"}, RequestLimits())[1] == \
+        {"confidence": "mean,min,q10,prob"}
+
+
 @pytest.mark.parametrize(("options", "message"), [
     ({"min_len": 100000, "max_len_a": 100000}, "min_len is 100000: this service allows at most 512 "
                                                "(--max-output-tokens)"),
@@ -113,6 +120,7 @@ def test_numbers_json_lacks_are_refused_as_they_are_read(body, message):
                              "512 (--max-output-tokens)"),
     ({"alpha": 1e300}, "alpha is 1e+300: this service allows at most 10.0 (--max-alpha)"),
     ({"beam": 16, "nbest": 17}, "nbest is 17: this service allows at most 16 (--max-beam)"),
+    ({"mbr": 17}, "mbr is 17: this service allows at most 16 (--max-beam)"),
 ])
 def test_every_number_option_has_a_limit_that_the_error_names(options, message):
     with pytest.raises(BadRequest) as error:

@@ -256,7 +256,17 @@ class DecodeConfig:
     temperature: float = option(1.0, "sampling temperature", 1e-6, 1000)
     top_k: int = option(0, "sample among the k most probable tokens (0 = all)")
     top_p: float = option(1.0, "sample within the smallest set of tokens whose probability reaches p")
+    epsilon: float = option(0.0, "epsilon sampling (Hewitt et al. 2022): sample only among the tokens of probability "
+                                 "at least epsilon (0 = off; 0.02 for MBR candidates, Freitag et al. 2023)", 0, 0.999)
     seed: int = option(1, "random seed for sampling")
+    mbr: int = option(0, "minimum Bayes risk decoding: N candidates per line (--mbr-candidates), and the one with the "
+                         "highest expected utility (--mbr-utility) against the others is output (0 = off)", 0, 1024)
+    mbr_candidates: Literal["beam", "sample"] = option(
+        "beam", "MBR candidates: beam (the N-best of a beam of N) or sample (N draws with --temperature, --top-k, "
+        "--top-p, --epsilon); beam measured better and faster (docs/benchmarks.md)")
+    mbr_utility: Literal["chrf", "chrf++", "bleu", "ter"] = option(
+        "chrf", "MBR utility, a metric of nmtkit evaluate computed between candidates: chrf, chrf++, bleu "
+        "(sentence BLEU) or ter (lower is better: its negative is the utility)")
     guard_placeholders: bool = option(
         True, "make each masked placeholder symbol of a source (｟ph1｠, tag pairs ｟t1｠…｟/t1｠) come out "
         "exactly once, no other, and tag pairs properly nested, in beam search, greedy search and sampling (PyTorch "
@@ -289,6 +299,18 @@ class DecodeConfig:
                               "(greedy search and --sample follow one path)")
         if self.temperature <= 0 or not 0 < self.top_p <= 1 or self.top_k < 0:
             raise NmtkitError("--temperature must be positive, --top-p in (0, 1] and --top-k at least 0")
+        self._check_mbr()
+
+    def _check_mbr(self) -> None:
+        """MBR's settings against the others: it draws its own candidates and outputs one translation a line."""
+        if self.mbr == 1:
+            raise NmtkitError("--mbr N chooses among N candidates: give N of at least 2 (0 = off)")
+        if self.mbr and (self.sample or self.nbest > 1):
+            raise NmtkitError("--mbr outputs one translation a line from its own candidates (--mbr-candidates): it "
+                              "does not combine with --sample or --nbest")
+        sampling = self.sample or (self.mbr and self.mbr_candidates == "sample")
+        if self.epsilon and not sampling:
+            raise NmtkitError("--epsilon restricts sampling: it needs --sample or --mbr N --mbr-candidates sample")
 
 
 @dataclass

@@ -12,6 +12,7 @@ restrictions lines ask for by a registered request field.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -65,15 +66,21 @@ def argmax_choice(log_probs: Tensor) -> Tensor:
 
 @dataclass(frozen=True)
 class Sampler:
-    """Draw the next token from softmax(log_probs / temperature), restricted to the `top_k` most probable tokens
-    and to the smallest set whose probability reaches `top_p` (nucleus sampling, Holtzman et al. 2020)."""
+    """Draw the next token from softmax(log_probs / temperature), restricted to the `top_k` most probable tokens,
+    to the smallest set whose probability reaches `top_p` (nucleus sampling, Holtzman et al. 2020) and to the tokens
+    the model gives a probability of at least `epsilon` (epsilon sampling, Hewitt et al. 2022)."""
 
     temperature: float = 1.0
     top_k: int = 0
     top_p: float = 1.0
     generator: torch.Generator | None = None
+    epsilon: float = 0.0
 
     def __call__(self, log_probs: Tensor) -> Tensor:
+        if self.epsilon > 0:  # of the model's own probabilities, before the temperature; the best token stays
+            log_probs = log_probs.masked_fill(
+                (log_probs < math.log(self.epsilon)) & (log_probs < log_probs.max(dim=-1, keepdim=True).values),
+                float("-inf"))
         probs = torch.softmax(filter_log_probs(log_probs / self.temperature, self.top_k, self.top_p), dim=-1)
         return torch.multinomial(probs, 1, generator=self.generator).squeeze(1)
 

@@ -1,7 +1,8 @@
 """An HTTP JSON translation service over one `Translator` (a checkpoint or an exported CTranslate2 directory).
 
-    POST /translate  {"sentences": ["...", ...], "beam": 5, "nbest": 2, "scores": true, ...}
-                     -> {"translations": ["...", ...]} (+ "scores": [...], + "nbest": [[{"translation", "score"}]])
+    POST /translate  {"sentences": ["...", ...], "beam": 5, "nbest": 2, "scores": true, "confidence": "mean", ...}
+                     -> {"translations": ["...", ...]} (+ "scores": [...], + "confidence": [{"mean": ...}],
+                         + "nbest": [[{"translation", "score"}]])
     GET  /health     -> {"status": "ok", "backend": ..., "preparing": ..., "pending": ..., "requests": ...,
                          "translation_calls": ...}
 
@@ -46,6 +47,7 @@ from itertools import groupby
 
 from aiohttp import web
 
+from nmtkit.decoding.confidence import parse_estimators
 from nmtkit.decoding.inputs import Request
 from nmtkit.serve.config import ServeConfig
 from nmtkit.serve.connections import LINGER_SECONDS, SLACK_SECONDS, CappedSite, deadlines
@@ -91,7 +93,8 @@ class Service:
 
     def variant(self, options: dict) -> Translator:
         """The translator for a request's search options (sharing the model; cheap); NmtkitError if bad."""
-        return self.translator.with_decode(**options) if options else self.translator
+        decode = {name: value for name, value in options.items() if name != "confidence"}  # not a search option
+        return self.translator.with_decode(**decode) if decode else self.translator
 
     def prepare(self, raw: bytes, deadline: float) -> tuple[Job, bool]:
         """`prepare_job` for this service: runs in `request_threads`, never on the event loop."""
@@ -126,12 +129,12 @@ class Service:
         self.pending += 1
         try:
             await self.queue.put(job)
-            results = await job.done
+            results, rated = await job.done
         finally:
             self.pending -= 1
         nbest = job.options.get("nbest", self.translator.decode.nbest)
-        return web.Response(body=await loop.run_in_executor(self.request_threads, answer, results, nbest, scores),
-                            content_type="application/json")
+        return web.Response(body=await loop.run_in_executor(self.request_threads, answer, results, nbest, scores,
+                                                            rated), content_type="application/json")
 
     async def health(self, request: web.Request) -> web.Response:
         return web.json_response({"status": "stopping" if self.stopping else "ok",
@@ -175,7 +178,7 @@ class Service:
         counts = self.translator.placeholder_counts  # shared by the variants
         repaired = counts.repaired
         try:
-            results = await asyncio.get_running_loop().run_in_executor(
+            results, rated = await asyncio.get_running_loop().run_in_executor(
                 None, self.translate_group, jobs[0].options, check, lines, sources, masked)
         except OverBudget:
             log.warning("translation of %d sentences stopped: over the time budget of %g s", len(lines), budget)
@@ -194,13 +197,19 @@ class Service:
         start = 0
         for job in jobs:
             if not job.done.done():  # a client that went away cancelled its future
-                job.done.set_result(results[start : start + len(job.sentences)])
+                end = start + len(job.sentences)
+                job.done.set_result((results[start:end], None if rated is None else rated[start:end]))
             start += len(job.sentences)
 
     def translate_group(self, options: dict, check: Callable[[], None], lines: list[Request],
-                        sources: list[list[int]], masked: list[MaskedLine]) -> list[list[tuple[str, float]]]:
-        """One translation call, in the worker's thread: its translator variant too is made there, not on the loop."""
-        return self.variant(options).with_step_check(check).translate_requests(lines, 1, sources, masked)
+                        sources: list[list[int]], masked: list[MaskedLine],
+                        ) -> tuple[list[list[tuple[str, float]]], list[dict[str, float]] | None]:
+        """One translation call, in the worker's thread: its translator variant too is made there, not on the loop;
+        and each translation's confidence when the requests ask for it (None when not)."""
+        translator = self.variant(options).with_step_check(check)
+        if "confidence" not in options:
+            return translator.translate_requests(lines, 1, sources, masked), None
+        return translator.translate_confident(lines, parse_estimators(options["confidence"]), 1, sources, masked)
 
     def check_budget(self, deadline: float) -> None:
         """The worker's check before each decoding step (see `Translator.with_step_check`)."""

@@ -82,13 +82,16 @@ def encode_sentences(translator: Translator, sentences: list[Request], config: S
     return sources, masked
 
 
-def answer(results: list[list[tuple[str, float]]], nbest: int, scores: bool) -> bytes:
-    """The JSON answer {"translations": [...], "scores": [...], "nbest": [[...]]}, written a sentence at a time: one
-    `json.dumps` of a whole answer holds the interpreter lock throughout (0.4 s for 256 sentences of 16 hypotheses
-    of 3,000 characters each). ValueError for a score that is not a JSON number."""
+def answer(results: list[list[tuple[str, float]]], nbest: int, scores: bool,
+           rated: list[dict[str, float]] | None = None) -> bytes:
+    """The JSON answer {"translations": [...], "scores": [...], "confidence": [{...}], "nbest": [[...]]}, written a
+    sentence at a time: one `json.dumps` of a whole answer holds the interpreter lock throughout (0.4 s for 256
+    sentences of 16 hypotheses of 3,000 characters each). ValueError for a score that is not a JSON number."""
     fields = {"translations": [dumps(hyps[0][0]) for hyps in results]}
     if scores:
         fields["scores"] = [dumps(hyps[0][1]) for hyps in results]
+    if rated is not None:
+        fields["confidence"] = [dumps(values) for values in rated]
     if nbest > 1:
         fields["nbest"] = [dumps([{"translation": text, "score": score} for text, score in hyps]) for hyps in results]
     return ("{" + ", ".join(f'"{name}": [{", ".join(values)}]' for name, values in fields.items()) + "}").encode()

@@ -17,13 +17,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from nmtkit.config.sections import option
+from nmtkit.decoding.confidence import parse_estimators
 from nmtkit.decoding.hypotheses import length_limits
 from nmtkit.decoding.inputs import Request, parse_record
 from nmtkit.errors import NmtkitError
 
-# the search options a request may set, with their JSON types (a bool is not a number here)
+# the search options a request may set, with their JSON types (a bool is not a number here); and "confidence", the
+# estimators of each translation's confidence to answer with ("mean,min": `translate --confidence`), not a search's
 REQUEST_OPTIONS = {"beam": int, "nbest": int, "length_penalty": str, "alpha": float, "min_len": int,
-                   "max_len_a": float, "max_len_b": int, "tgt_lang": str}
+                   "max_len_a": float, "max_len_b": int, "tgt_lang": str, "mbr": int, "mbr_candidates": str,
+                   "mbr_utility": str, "confidence": str}
+MAX_CONFIDENCE_CHARS = 64  # "mean,min,q10,prob" and room: a longer value is refused before it is split
 MAX_DEPTH = 4  # objects and arrays a request nests: {"sentences": [{"constraints": ["..."]}]}
 
 
@@ -39,7 +43,7 @@ class RequestLimits:
     max_sentence_bytes: int = option(
         12288, "most UTF-8 bytes in one sentence (3 a character: the text of any script within "
         "--max-sentence-chars fits, emoji aside)")
-    max_beam: int = option(16, "largest beam (and nbest) a request may ask for")
+    max_beam: int = option(16, "largest beam (and nbest, and number of MBR candidates) a request may ask for")
     max_output_tokens: int = option(
         512, "most target subwords a request may ask for in one translation: its min_len, |max_len_b|, |max_len_a| "
         "and, for each sentence, max_len_a * (source subwords + 1) + max_len_b (at most what the model's positions "
@@ -183,6 +187,7 @@ def parse_sentence(index: int, sentence: object, limits: RequestLimits) -> Reque
 def check_limits(options: dict, limits: RequestLimits) -> None:
     """BadRequest, naming the limit, for a search option beyond what this service allows."""
     bounds = {"beam": (limits.max_beam, "max-beam"), "nbest": (limits.max_beam, "max-beam"),
+              "mbr": (limits.max_beam, "max-beam"),
               "min_len": (limits.max_output_tokens, "max-output-tokens"),
               "max_len_a": (limits.max_output_tokens, "max-output-tokens"),
               "max_len_b": (limits.max_output_tokens, "max-output-tokens"), "alpha": (limits.max_alpha, "max-alpha")}
@@ -243,4 +248,12 @@ def parse_request(body: object, limits: RequestLimits) -> tuple[list[Request], d
     for name, value in options.items():
         check_option(name, value)
     check_limits(options, limits)
+    if "confidence" in options:
+        if len(options["confidence"]) > MAX_CONFIDENCE_CHARS:
+            raise BadRequest(f"field 'confidence' has {len(options['confidence'])} characters; it names estimators, "
+                             f"in at most {MAX_CONFIDENCE_CHARS}")
+        try:
+            parse_estimators(options["confidence"])
+        except NmtkitError as error:
+            raise BadRequest(str(error).replace("--confidence", "field 'confidence'")) from error
     return sentences, options, scores

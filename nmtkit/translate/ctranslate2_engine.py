@@ -74,6 +74,9 @@ def search_options(decode: DecodeConfig) -> dict:
     if decode.dtype != "float32":
         raise NmtkitError("an exported model computes in the precision it was exported in; --fp16/--bf16 apply to "
                           "checkpoints (export with --quantization float16 or bfloat16 instead)")
+    if decode.epsilon:
+        raise NmtkitError("CTranslate2 has no epsilon sampling: use --top-p with an exported model, or translate with "
+                          "the checkpoint for --epsilon")
     options = {"return_scores": True, "return_end_token": True, "max_input_length": 0}
     if decode.sample:
         return {**options, "beam_size": 1, "length_penalty": 0.0, "sampling_topk": decode.top_k,
@@ -189,6 +192,7 @@ class CTranslate2Model:
         self.tgt_ids = {piece: index for index, piece in enumerate(self.tgt_pieces)}
         self.eos_piece = tgt.id_to_piece(EOS)
         self.device, index = ct2_device(device)
+        self.device_index = index
         if inter_threads < 0:
             raise NmtkitError(f"--inter-threads must be at least 0 (got {inter_threads})")
         total = threads if threads > 0 else os.cpu_count() or 1
@@ -229,6 +233,10 @@ class CTranslate2Model:
     def score(self, sources: list[list[str]], targets: list[list[str]]) -> list[float]:
         """log P(targets + EOS | sources), teacher-forced by CTranslate2 (which appends the EOS to a target that
         has none)."""
+        return [sum(log_probs) for log_probs in self.token_log_probs(sources, targets)]
+
+    def token_log_probs(self, sources: list[list[str]], targets: list[list[str]]) -> list[list[float]]:
+        """log p of each target piece and of the EOS CTranslate2 appends, teacher-forced."""
         if not sources:
             return []
         targets = [pieces[:-1] if pieces[-1:] == [self.eos_piece] else pieces for pieces in targets]
@@ -236,7 +244,7 @@ class CTranslate2Model:
             results = self.translator.score_batch(sources, targets, max_input_length=0)
         except RuntimeError as error:
             raise NmtkitError(f"CTranslate2 failed to score on {self.device}: {error}") from error
-        return [sum(result.log_probs) for result in results]
+        return [list(result.log_probs) for result in results]
 
 
 class CTranslate2Engine:
@@ -281,6 +289,11 @@ class CTranslate2Engine:
                               and self.loaded.quantization.startswith("int8"))
         return Capabilities(workers=1 if self.decode.sample else self.model.inter_threads,
                             batch_tokens=self.single_thread_int8_batch if single_thread_int8 else 0)
+
+    @property
+    def device(self) -> str:
+        """The device it computes on, as torch names it ("cpu", "cuda:0")."""
+        return "cpu" if self.model.device == "cpu" else f"cuda:{self.model.device_index}"
 
     @property
     def beam_search(self) -> bool:
@@ -380,6 +393,11 @@ class CTranslate2Engine:
         elif not self.decode.coverage_penalty:
             score = self.length_penalty(log_prob, len(pieces) + 1)
         return Hypothesis([self.model.tgt_ids[piece] for piece in pieces], score, log_prob)
+
+    def token_log_probs(self, sources: list[list[int]], targets: list[list[int]]) -> list[list[float]]:
+        pieces = self.model.tgt_pieces
+        return self.model.token_log_probs(self.model.pieces(sources), [[pieces[index] for index in ids]
+                                                                       for ids in targets])
 
     def attention(self, sources: list[list[int]], targets: list[list[int]]) -> list[list[list[float]]]:
         pieces = self.model.tgt_pieces

@@ -62,6 +62,7 @@ class Engine(Protocol):
     decode: DecodeConfig
     max_source: int  # the longest source it reads, EOS excluded
     capabilities: Capabilities
+    device: object  # where it computes, as torch names it (torch.device, or "cpu", "cuda:0"): MBR's utilities too
 
     def with_decode(self, decode: DecodeConfig) -> Engine:
         """This engine with other search settings, sharing the loaded model; NmtkitError for settings it lacks."""
@@ -74,6 +75,10 @@ class Engine(Protocol):
 
     def encode_constraints(self, request: Request) -> object:
         """A request's constraints and prefix in the engine's form (only where `capabilities.constraints`)."""
+
+    def token_log_probs(self, sources: list[list[int]], targets: list[list[int]]) -> list[list[float]]:
+        """log p of each target token and of the EOS that ends it (len(target) + 1 values), each (source, target)
+        pair of ids teacher-forced through the model (`nmtkit.decoding.confidence`)."""
 
     def align(self, lines: list[str], translations: list[str]) -> list[str]:
         """Pharaoh word links of each line and its translation (only where `capabilities.alignments`)."""

@@ -23,6 +23,7 @@ from nmtkit.decoding.ensemble import load_models
 from nmtkit.decoding.hypotheses import Hypothesis, LengthPenalty
 from nmtkit.decoding.inputs import Request
 from nmtkit.decoding.placeholder_guard import ReservedIds, SymbolGuard
+from nmtkit.decoding.rescoring import token_log_probs
 from nmtkit.decoding.search import Sampler, argmax_choice, beam_search, greedy_search, max_lengths
 from nmtkit.errors import NmtkitError
 from nmtkit.runtime.device import pick_device, set_threads
@@ -65,7 +66,7 @@ class TorchEngine:
         loaded.model.to(getattr(torch, decode.dtype))
         self.max_source = (loaded.model.max_length() or 1024) - 1  # EOS takes a position
         generator = torch.Generator(device).manual_seed(decode.seed)
-        self.sampler = Sampler(decode.temperature, decode.top_k, decode.top_p, generator)
+        self.sampler = Sampler(decode.temperature, decode.top_k, decode.top_p, generator, decode.epsilon)
 
     def with_decode(self, decode: DecodeConfig) -> TorchEngine:
         """This engine with other search settings (the same dtype: the model is shared), and the same random
@@ -74,7 +75,8 @@ class TorchEngine:
             raise NmtkitError("with_decode keeps the model's precision; load the model again for another dtype")
         variant = copy.copy(self)
         variant.decode = decode
-        variant.sampler = Sampler(decode.temperature, decode.top_k, decode.top_p, self.sampler.generator)
+        variant.sampler = Sampler(decode.temperature, decode.top_k, decode.top_p, self.sampler.generator,
+                                  decode.epsilon)
         return variant
 
     @property
@@ -141,6 +143,9 @@ class TorchEngine:
         except ValueError as error:  # a search option this model cannot serve
             raise NmtkitError(str(error)) from error
         return [hyps[: self.decode.nbest] for hyps in nbest]
+
+    def token_log_probs(self, sources: list[list[int]], targets: list[list[int]]) -> list[list[float]]:
+        return token_log_probs(self.loaded.model, sources, targets, self.device, self.decode.batch_tokens)
 
     def align(self, lines: list[str], translations: list[str]) -> list[str]:
         links = align_translations(self.loaded, lines, translations, self.device)

@@ -19,6 +19,7 @@ from nmtkit.config.sections import DecodeConfig
 from nmtkit.data.batching import token_batches
 from nmtkit.data.subword import UNK
 from nmtkit.data.tags import tag_ids
+from nmtkit.decoding.confidence import confidences
 from nmtkit.decoding.hypotheses import Hypothesis
 from nmtkit.decoding.inputs import Request
 from nmtkit.errors import NmtkitError
@@ -169,7 +170,7 @@ class Translator:
         lengths = [len(ids[index]) for index in todo]
         batches = [[todo[position] for position in batch]  # no target yet: source lengths
                    for batch in token_batches(lengths, lengths, self.batch_budget)]
-        searched = search_batches(self.search, self.capabilities.workers,
+        searched = search_batches(self.search, self.workers,
                                   [[ids[row] for row in rows] for rows in batches],
                                   [[constraints[row] for row in rows] for rows in batches])
         for rows, found in zip(batches, searched):
@@ -190,13 +191,22 @@ class Translator:
         """Source tokens per batch, padding included: `decode.batch_tokens` shared by the N batches N workers
         search at once (as many tokens in flight, and as much memory, as with one; more batches keep the workers
         busier), at most the engine's own cap (`Capabilities.batch_tokens`)."""
-        budget = max(1, self.decode.batch_tokens // self.capabilities.workers)
+        budget = max(1, self.decode.batch_tokens // self.workers)
         return min(budget, self.capabilities.batch_tokens or budget)
+
+    @property
+    def workers(self) -> int:
+        """Batches searched at once: the engine's workers, or one under MBR (its utilities set torch's threads)."""
+        return 1 if self.decode.mbr else self.capabilities.workers
 
     def search(self, sources: list[list[int]],
                constraints: list[Constraints | None] | None = None) -> list[list[Hypothesis]]:
         """Translate a batch of subword-id sequences; up to `decode.nbest` hypotheses each, best first. Lines with
-        `constraints` are searched with them, by beam search even with `--beam 1`."""
+        `constraints` are searched with them, by beam search even with `--beam 1`. Under MBR (`decode.mbr`), the
+        one candidate it chooses (`nmtkit.translate.mbr_search`)."""
+        if self.decode.mbr:
+            from nmtkit.translate.mbr_search import mbr_search
+            return mbr_search(self.engine, self.loaded.tgt_subword, sources, constraints, self.step_check)
         return self.engine.search(sources, constraints, self.step_check)
 
     def translate_aligned(self, requests: list[Request],
@@ -212,6 +222,23 @@ class Translator:
         links = [self.masking.original_links(pairs, line, text)
                  for pairs, line, text in zip(self.engine.align([line.text for line in masked], best), masked, best)]
         return restored(self.masking, masked, found), links
+
+    def translate_confident(self, requests: list[Request], estimators: list[str], first_line: int = 1,
+                            sources: list[list[int]] | None = None, masked: list[MaskedLine] | None = None,
+                            ) -> tuple[list[list[tuple[str, float]]], list[dict[str, float]]]:
+        """`translate_requests` (`sources` and `masked` as there), and the confidence in each best translation: the
+        named `estimators` (`nmtkit.decoding.confidence`) of the token log-probabilities the model gives it when
+        teacher-forced on its source and on the translation (masked, segmented anew), so that a line gets the same
+        confidence in any batch; an empty line gets certainty (0 log-probability)."""
+        masked = self.mask(requests) if masked is None else masked
+        sources = self.encode(requests, "line", first_line, masked) if sources is None else sources
+        found = self._translate_masked(requests, masked, first_line, sources)
+        rows = [row for row, request in enumerate(requests) if request.text.strip()]
+        targets = self.loaded.tgt_subword.encode([found[row][0][0] for row in rows])
+        log_probs = dict(zip(rows, self.engine.token_log_probs([sources[row][: self.max_source] for row in rows],
+                                                               [target[: self.max_source] for target in targets])))
+        return restored(self.masking, masked, found), [confidences(log_probs.get(row, []), estimators)
+                                                       for row in range(len(requests))]
 
     def translate(self, lines: list[str], first_line: int = 1) -> list[str]:
         """The best translation of each line; empty lines stay empty."""
@@ -248,8 +275,8 @@ def truncated(ids: list[int], max_source: int, number: int) -> list[int]:
 def constraints_refusal(engine: Engine) -> str | None:
     """Why `engine` cannot follow constraints and prefixes, None when it can: the one policy of translate (each line)
     and serve (each request)."""
-    if engine.decode.sample:
-        return "constraints, prefixes and restrictions need beam search; --sample draws each token freely"
+    if engine.decode.sample or (engine.decode.mbr and engine.decode.mbr_candidates == "sample"):
+        return "constraints, prefixes and restrictions need beam search; sampling draws each token freely"
     if not engine.capabilities.constraints:
         return (f"{engine.name} has no constrained search: translate lines with constraints, a prefix or a "
                 "restriction with the checkpoint")
