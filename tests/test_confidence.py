@@ -137,7 +137,7 @@ def test_bad_confidence_options_are_one_line_errors(model: Path, options: tuple[
 def test_an_exported_model_rates_and_chooses_as_its_checkpoint(model: Path, tmp_path: Path):
     """CTranslate2's teacher-forced log-probabilities (`score_batch`) give the checkpoint's confidence, and its MBR
     over beam candidates picks what the checkpoint's does (the same n-best, the same utilities)."""
-    from nmtkit.export.ctranslate2 import export_model
+    from nmtkit.export.command import export_model
 
     export_model(model, tmp_path / "ct2")
     lines = ["uno dos tres", "cuatro cinco", "seis siete ocho nueve", ""]
