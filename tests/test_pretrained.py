@@ -54,8 +54,8 @@ def build(kind: str, directory: Path, eos_boost: float) -> Pair:
     vocab = json.loads((directory / "hf" / "vocab.json").read_text())
 
     def hf_id(piece: str) -> int:
-        if piece.startswith("__"):
-            return tokenizer.get_lang_id(piece[2:-2])
+        if piece.startswith("<2"):  # a language tag
+            return tokenizer.get_lang_id(piece[2:-1]) if kind == "m2m100" else vocab[f">>{piece[2:-1]}<<"]
         return int(piece[4:-1]) if piece.startswith("<row") else vocab[piece]
 
     pieces = loaded.tgt_subword.processor

@@ -12,7 +12,8 @@ on.
 Vocabulary: fairseq's dictionary (<s> 0, <pad> 1, </s> 2, <unk> 3, the SentencePiece pieces, the language tokens,
 `<mask>` and M2M100's "madeup words"), from vocab.json (M2M100Tokenizer) or tokenizer.json (NLLB's), the added
 tokens from tokenizer.json or tokenizer_config.json; segmentation from sentencepiece.bpe.model. Language tokens
-`__de__` (M2M100) and `deu_Latn` (NLLB) become the tags of languages "de" and "deu_Latn".
+`__de__` (M2M100) and `deu_Latn` (NLLB) become the tags of languages "de" and "deu_Latn", the pieces `<2de>` and
+`<2deu_Latn>` as nmtkit names its tags (so that prepare's multilingual corpora find them).
 """
 
 from __future__ import annotations
@@ -63,14 +64,15 @@ def import_m2m100(directory: Path, config: dict, weights: Weights, generation: d
         raise NmtkitError("config.json's decoder_start_token_id is not its eos_token_id, as M2M100 and NLLB have it")
     if "<unk>" not in vocab:
         raise NmtkitError(f"{directory}'s vocabulary has no <unk>")
-    codes = {piece for piece in vocab if language(piece)}
+    vocab = {f"<2{language(piece)}>" if language(piece) else piece: index for piece, index in vocab.items()}
+    codes = {piece for piece in vocab if piece.startswith("<2") and piece.endswith(">")}
     embedding = weights.take("model.shared.weight", "model.encoder.embed_tokens.weight")
     names = {index: piece for piece, index in vocab.items()}
     order = layout(vocab, {PAD: pad, UNK: vocab["<unk>"], BOS: bos, EOS: eos}, names.get(bos, "<s>"),
                    codes | {"<mask>"}, embedding.size(0))
     proto, left = nmtkit_proto(required(directory, "sentencepiece.bpe.model", "the SentencePiece model").read_bytes(),
                                order.pieces, order.control, directory / "sentencepiece.bpe.model")
-    tags = {language(piece): index for index, piece in enumerate(order.pieces) if piece in codes}
+    tags = {piece[2:-1]: index for index, piece in enumerate(order.pieces) if piece in codes}
     if src_lang not in tags:
         raise NmtkitError(f"{'unknown source language ' + repr(src_lang) if src_lang else 'no source language'}: an "
                           f"M2M100/NLLB model reads one at the start of each source; give --src-lang, one of "

@@ -8,7 +8,8 @@ token's embedding, and generation bans the padding token (bad_words_ids).
 
 The tokenizer segments the source with source.spm and the target with target.spm, and maps pieces to ids with one
 vocab.json (<unk> for a piece it lacks); a source may start with a target-language token `>>fra<<` (multilingual
-OPUS-MT models), which becomes nmtkit's tag of language "fra". In nmtkit's layout BOS is a row of its own, a copy
+OPUS-MT models), which becomes nmtkit's tag of language "fra" (the piece `<2fra>`, so that prepare's multilingual
+corpora find it). In nmtkit's layout BOS is a row of its own, a copy
 of the decoder's start row whose output bias is NEVER, so that it is never predicted and leaves the
 log-probabilities of the other pieces as they were.
 """
@@ -50,7 +51,8 @@ def import_marian(directory: Path, config: dict, weights: Weights, generation: d
     start = setting(config, "decoder_start_token_id", int, pad)
     if "<unk>" not in vocab:
         raise NmtkitError(f"{vocab_path} has no <unk>")
-    codes = {piece for piece in vocab if LANGUAGE_TOKEN.fullmatch(piece)}
+    vocab = {tag_piece(piece): index for piece, index in vocab.items()}
+    codes = {piece for piece in vocab if piece.startswith("<2") and piece.endswith(">")}
     embedding = weights.take("model.shared.weight", "model.encoder.embed_tokens.weight")
     order = layout(vocab, {PAD: pad, UNK: vocab["<unk>"], BOS: start, EOS: setting(config, "eos_token_id", int)},
                    "<s>", codes, embedding.size(0))
@@ -70,9 +72,14 @@ def import_marian(directory: Path, config: dict, weights: Weights, generation: d
                   for value in (tokenizer.get("source_lang"), tokenizer.get("target_lang")))
     notes = [f"{count} pieces of {name} are not in vocab.json (the tokenizer gives <unk> for them): left out"
              for name, count in (("source.spm", src_left), ("target.spm", tgt_left)) if count]
-    tags = {LANGUAGE_TOKEN.fullmatch(piece).group(1): index for index, piece in enumerate(order.pieces)
-            if piece in codes}
+    tags = {piece[2:-1]: index for index, piece in enumerate(order.pieces) if piece in codes}
     return Imported(model, src_proto, tgt_proto, tags, langs, notes=notes)
+
+
+def tag_piece(piece: str) -> str:
+    """A language token `>>fra<<` as nmtkit names the tag of language fra (`<2fra>`); other pieces unchanged."""
+    found = LANGUAGE_TOKEN.fullmatch(piece)
+    return piece if found is None else f"<2{found.group(1)}>"
 
 
 @torch.no_grad()
