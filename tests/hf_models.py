@@ -81,7 +81,7 @@ def m2m100_dir(directory: Path, eos_boost: float, seed: int = 0) -> Path:
     """An M2M100ForConditionalGeneration checkpoint (pre-norm, relu, final layer norms, positions from row 2) with
     M2M100Tokenizer's files: sentencepiece.bpe.model, vocab.json in fairseq's order, language tokens after it.
     `eos_boost` as for `marian_dir`."""
-    from transformers import GenerationConfig, M2M100Config, M2M100ForConditionalGeneration, M2M100Tokenizer
+    from transformers import M2M100Tokenizer
 
     directory.mkdir(parents=True, exist_ok=True)
     proto = train_spm(SOURCE + TARGET, 60, "bpe")
@@ -93,10 +93,17 @@ def m2m100_dir(directory: Path, eos_boost: float, seed: int = 0) -> Path:
     tokenizer = M2M100Tokenizer(str(directory / "vocab.json"), str(directory / "sentencepiece.bpe.model"),
                                 language_codes="wmt21", num_madeup_words=MADEUP_WORDS)
     tokenizer.save_pretrained(directory)
-    config = M2M100Config(vocab_size=len(vocab) + len(M2M_LANGS) + MADEUP_WORDS, d_model=32, encoder_layers=2,
-                          decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=48,
-                          decoder_ffn_dim=48, max_position_embeddings=64, pad_token_id=1, bos_token_id=0,
-                          eos_token_id=2, decoder_start_token_id=2, encoder_layerdrop=0.0, decoder_layerdrop=0.0)
+    return save_m2m100(directory, len(vocab) + len(M2M_LANGS) + MADEUP_WORDS, eos_boost, seed)
+
+
+def save_m2m100(directory: Path, rows: int, eos_boost: float, seed: int) -> Path:
+    """A random M2M100ForConditionalGeneration of `rows` embedding rows, saved into `directory`."""
+    from transformers import GenerationConfig, M2M100Config, M2M100ForConditionalGeneration
+
+    config = M2M100Config(vocab_size=rows, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                          decoder_attention_heads=4, encoder_ffn_dim=48, decoder_ffn_dim=48,
+                          max_position_embeddings=64, pad_token_id=1, bos_token_id=0, eos_token_id=2,
+                          decoder_start_token_id=2, encoder_layerdrop=0.0, decoder_layerdrop=0.0)
     torch.manual_seed(seed)
     model = M2M100ForConditionalGeneration(config).eval()
     perturb(model, seed)
@@ -107,3 +114,19 @@ def m2m100_dir(directory: Path, eos_boost: float, seed: int = 0) -> Path:
                                                decoder_start_token_id=2, num_beams=4, max_length=64)
     model.save_pretrained(directory)
     return directory
+
+NLLB_LANGS = ["eng_Latn", "deu_Latn", "fra_Latn"]
+
+
+def nllb_dir(directory: Path, eos_boost: float, seed: int = 0) -> Path:
+    """An M2M100ForConditionalGeneration checkpoint with NllbTokenizer's files: tokenizer.json (fairseq's ids: the
+    SentencePiece ids + 1 after <s> <pad> </s> <unk>, the language tokens as added tokens), tokenizer_config.json,
+    and sentencepiece.bpe.model beside them as NLLB's published checkpoints ship it. `eos_boost` as for
+    `marian_dir`."""
+    from transformers import NllbTokenizer
+
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "sentencepiece.bpe.model").write_bytes(train_spm(SOURCE + TARGET, 60, "bpe"))
+    tokenizer = NllbTokenizer.from_pretrained(directory, extra_special_tokens=NLLB_LANGS)
+    tokenizer.save_pretrained(directory)
+    return save_m2m100(directory, len(tokenizer), eos_boost, seed)
