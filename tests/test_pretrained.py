@@ -184,7 +184,9 @@ def test_beam_outputs_and_scores_are_generates(pairs, beam):
     and at least three of ten do."""
     pair = pairs[BEAM_BOOST]
     src, mask = sources(pair, BEAM_TEXTS)
-    penalty = LengthPenalty("average") if pair.kind == "marian" else LengthPenalty("sockeye", alpha=1.0, beta=1.0)
+    decode = pair.loaded.config.decode  # the search defaults the import took from generation_config.json
+    assert decode.beam == 4
+    penalty = LengthPenalty(decode.length_penalty, decode.alpha, decode.beta)
     with torch.no_grad():
         mine = beam_search(pair.loaded.model, src, mask, torch.full((len(BEAM_TEXTS),), LIMIT), beam, penalty)
         theirs = pair.hf.generate(**hf_inputs(pair, BEAM_TEXTS), num_beams=beam, num_return_sequences=beam,

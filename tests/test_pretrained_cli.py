@@ -278,3 +278,23 @@ def test_an_m2m100_fine_tune_needs_tagged_sources(imported, tmp_path):
     data = finetune_data(imported["m2m100"], tmp_path)
     assert_error(nmtkit("train", "--data", str(data), "--out", str(tmp_path / "run"), "--init-from",
                         str(imported["m2m100"]), "--max-steps", "1"), "target-language tags", "--corpora")
+
+
+@pytest.mark.parametrize("name", ["marian", "m2m100"])
+def test_ensembles_constraints_and_alignment_take_an_imported_model(imported, tmp_path, name):
+    """An imported M2M100 moves its tag into the decoder's state, which ensembles, constrained search and
+    alignment carry as they carry any model's."""
+    source, target = tmp_path / "in.txt", tmp_path / "ref.txt"
+    source.write_text("\n".join(TEXTS) + "\n")
+    target.write_text("\n".join(TARGET[:len(TEXTS)]) + "\n")
+    model = str(imported[name])
+    common = ["-i", str(source), "--beam", "3", "--threads", "1"]
+    single = nmtkit("translate", "-m", model, *common)
+    assert single.exit_code == 0 and len(single.stdout.splitlines()) == len(TEXTS)
+    assert nmtkit("translate", "-m", model, "-m", model, *common).stdout == single.stdout
+    request = json.dumps({"text": TEXTS[0], "constraints": ["haus"]})
+    constrained = nmtkit("translate", "-m", model, "--input-format", "jsonl", "--beam", "3", "--threads", "1",
+                         stdin=request + "\n")
+    assert "haus" in constrained.stdout
+    aligned = nmtkit("align", "-m", model, "--src", str(source), "--tgt", str(target), "--threads", "1")
+    assert aligned.exit_code == 0 and len(aligned.stdout.splitlines()) == len(TEXTS)

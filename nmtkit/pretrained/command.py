@@ -70,10 +70,22 @@ def convert(directory: Path, src_lang: str | None) -> Imported:
         else:
             imported = import_m2m100(directory, config, weights, generation, src_lang)
     check_leftovers(weights)
-    beams = generation.get("num_beams")
-    if type(beams) is int and beams >= 1:
-        imported.decode["beam"] = beams
+    imported.decode.update(search_defaults(generation, imported.model.config.language_tags == "decoder"))
     return imported
+
+
+def search_defaults(generation: dict, language_token: bool) -> dict:
+    """DecodeConfig fields for generation_config.json's num_beams and length_penalty. transformers divides a
+    finished beam's log-probability by its length to the power length_penalty, counting EOS and, for M2M100 and
+    NLLB, the forced language token: nmtkit's sockeye penalty ((beta + |Y|) / (beta + 1))^alpha ranks as it does
+    with beta 1 for the language token (0 without), and the average penalty is the same for 1 without it."""
+    defaults = {}
+    beams, penalty = generation.get("num_beams"), generation.get("length_penalty", 1.0)
+    if type(beams) is int and beams >= 1:
+        defaults["beam"] = beams
+    if isinstance(penalty, (int, float)) and not isinstance(penalty, bool) and (language_token or penalty != 1.0):
+        defaults |= {"length_penalty": "sockeye", "alpha": float(penalty), "beta": 1.0 if language_token else 0.0}
+    return defaults
 
 
 def check_leftovers(weights: Weights) -> None:
