@@ -82,24 +82,39 @@ def truncate(path: Path) -> None:
 
 
 def test_pickled_weights_load_as_data_only(hf_dirs, tmp_path):
-    """pytorch_model.bin is read with weights_only: a file of tensors imports as the safetensors file does; one
-    that pickles anything else is refused, and nothing in it runs."""
-    from safetensors.torch import load_file
+    """pytorch_model.bin is read with weights_only: a whole state dict, as older checkpoints were saved (tied copies
+    of the embedding, the sinusoidal tables), imports to the same checkpoint as the safetensors file; a position
+    table of another layout is refused; a file that pickles anything but tensors is refused, and nothing in it
+    runs."""
+    from transformers import MarianMTModel
 
     directory = copied(hf_dirs["marian"], tmp_path)
-    weights = load_file(directory / "model.safetensors")
+    assert nmtkit("import", str(directory), "--out", str(tmp_path / "safetensors")).exit_code == 0
+    weights = MarianMTModel.from_pretrained(directory).state_dict()
+    assert "model.encoder.embed_positions.weight" in weights and "lm_head.weight" in weights
     (directory / "model.safetensors").unlink()
     torch.save(weights, directory / "pytorch_model.bin")
     assert nmtkit("import", str(directory), "--out", str(tmp_path / "bin")).exit_code == 0
-    torch.save({**weights, "hook": Exploit()}, directory / "pytorch_model.bin")
+    first, second = (torch.load(tmp_path / name / "model.pt", weights_only=True)["model"]
+                     for name in ("safetensors", "bin"))
+    assert all(torch.equal(first[name], second[name]) for name in first)
+    torch.save({**weights, "model.decoder.embed_positions.weight": weights["model.decoder.embed_positions.weight"]
+                .flip(1)}, directory / "pytorch_model.bin")
+    assert_error(nmtkit("import", str(directory), "--out", str(tmp_path / "flipped")), "decoder position table")
+    torch.save({**weights, "hook": Exploit(tmp_path / "ran")}, directory / "pytorch_model.bin")
     assert_error(nmtkit("import", str(directory), "--out", str(tmp_path / "evil")), "pytorch_model.bin",
                  "weights_only")
     assert not (tmp_path / "ran").exists()
 
 
 class Exploit:
+    """Unpickling it creates the file `path`: what a malicious .bin would run instead."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
     def __reduce__(self):
-        return (Path.touch, (Path(__file__).parent / "ran",))
+        return (Path.touch, (self.path,))
 
 
 def test_an_existing_checkpoint_is_kept_and_m2m100_needs_a_source_language(hf_dirs, imported, tmp_path):

@@ -90,6 +90,20 @@ def copy_layers(model: Transformer, weights: Weights, prefix: str = "model.") ->
                          weights.take(f"{prefix}{side}.layers.{index}.{hf_name}.{part}"), f"{side} layer {index}")
 
 
+def check_positions(model: Transformer, weights: Weights, prefix: str = "model.") -> None:
+    """Older checkpoints save the sinusoidal tables they computed (transformers recomputes them and ignores a saved
+    M2M100 table, but loads a saved Marian one): an error if one differs from the table nmtkit computes."""
+    table = model.positions.table
+    for side in ("encoder", "decoder"):
+        saved = weights.tensors.get(f"{prefix}{side}.embed_positions.weight")
+        if saved is None or saved.dim() != 2 or saved.size(1) != table.size(1):
+            continue
+        rows = min(saved.size(0), table.size(0))
+        if not torch.allclose(saved[:rows].float(), table[:rows], atol=1e-4):
+            raise NmtkitError(f"the checkpoint's {side} position table is not the sinusoidal layout config.json "
+                              "implies; nmtkit computes its positions and cannot take this one")
+
+
 def copy(target: Tensor, value: Tensor, where: str) -> None:
     if tuple(target.shape) != tuple(value.shape):
         raise NmtkitError(f"{where}: a weight of shape {tuple(value.shape)} where config.json gives "

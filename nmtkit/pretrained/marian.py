@@ -27,6 +27,7 @@ from nmtkit.models.transformer import Transformer, TransformerConfig
 from nmtkit.pretrained.imported import Imported
 from nmtkit.pretrained.layers import (
     Weights,
+    check_positions,
     common_settings,
     copy,
     copy_layers,
@@ -66,6 +67,7 @@ def import_marian(directory: Path, config: dict, weights: Weights, generation: d
                                      suppress_pad=[pad] in generation.get("bad_words_ids", []))
     model = Transformer(model_config, len(order.pieces), len(order.pieces), src_proto == tgt_proto)
     set_weights(model, weights, torch.tensor(order.rows), tie)
+    check_positions(model, weights)
     tokenizer = read_json(directory / "tokenizer_config.json") if (directory / "tokenizer_config.json").is_file() \
         else {}
     langs = tuple(value if isinstance(value, str) else None
