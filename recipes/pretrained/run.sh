@@ -6,7 +6,9 @@
 # each stage scored on the held-out messages. A real OPUS-MT or NLLB model takes the same road (README.md).
 #   bash recipes/pretrained/run.sh            (make recipe-pretrained)
 # Env: DATA (data/pretrained), OUT (runs/pretrained), HF_STEPS (300 updates with transformers), MAX_TIME (5m of
-#      fine-tuning), THREADS (2), BEAM (4). Each step is skipped when its output exists.
+#      fine-tuning), THREADS (2), BEAM (4), BUILD_ARGS (more build_hf.py options, e.g. "--d-model 512"),
+#      PREPARE_ARGS and FINETUNE_ARGS (more prepare and train options). Each step is skipped when its output
+#      exists; training resumes.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 data=${DATA:-data/pretrained}
@@ -16,8 +18,10 @@ beam=${BEAM:-4}
 mkdir -p "$data" "$out"
 
 [ -f "$data/raw/stats.json" ] || python "$here/../messages/extract.py" --lang es --code es --out "$data/raw"
+# shellcheck disable=SC2086  # BUILD_ARGS is words
 [ -f "$data/hf/config.json" ] || python "$here/build_hf.py" --train-src "$data/raw/train.en" \
-  --train-tgt "$data/raw/train.es" --out "$data/hf" --steps "${HF_STEPS:-300}" --threads "$threads" > "$out/build_hf.json"
+  --train-tgt "$data/raw/train.es" --out "$data/hf" --steps "${HF_STEPS:-300}" --threads "$threads" \
+  ${BUILD_ARGS:-} > "$out/build_hf.json"
 
 # the two commands a user runs for a downloaded checkpoint
 [ -f "$out/imported/model.pt" ] || nmtkit import "$data/hf" --out "$out/imported" > "$out/import.json"
@@ -29,13 +33,16 @@ mkdir -p "$data" "$out"
   --max-len-b 64 --threads "$threads" --input "$data/raw/test.en" > "$out/imported.greedy.hyp"
 
 # fine-tuning: the imported vocabulary encodes the corpus, training starts from the imported weights
+# shellcheck disable=SC2086  # PREPARE_ARGS are words
 [ -f "$data/prepared/manifest.json" ] || nmtkit prepare --subword-model "$out/imported/model.pt" \
   --src-lang en --tgt-lang es --out "$data/prepared" --train-src "$data/raw/train.en" \
-  --train-tgt "$data/raw/train.es" --dev-src "$data/raw/dev.en" --dev-tgt "$data/raw/dev.es" > /dev/null
+  --train-tgt "$data/raw/train.es" --dev-src "$data/raw/dev.en" --dev-tgt "$data/raw/dev.es" \
+  ${PREPARE_ARGS:-} > /dev/null
 resume=()
 [ -f "$out/tuned/last.pt" ] && resume=(--resume)
+# shellcheck disable=SC2086  # FINETUNE_ARGS are words
 nmtkit train --data "$data/prepared" --init-from "$out/imported/model.pt" --out "$out/tuned" "${resume[@]}" \
-  --max-time "${MAX_TIME:-5m}" --threads "$threads" > "$out/train.summary.json"
+  --max-time "${MAX_TIME:-5m}" --threads "$threads" ${FINETUNE_ARGS:-} > "$out/train.summary.json"
 [ -f "$out/ct2/model.bin" ] || nmtkit export -m "$out/tuned/model.pt" --out "$out/ct2" --quantization int8 \
   > "$out/export.json"
 
