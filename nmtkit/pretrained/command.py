@@ -50,7 +50,7 @@ def import_model(directory: Path, out: Path, src_lang: str | None = None, tgt_la
     save_atomic(make_payload(config, imported.model, subwords, langs=langs, tags=imported.tags), target)
     for note in imported.notes:
         log.warning("%s", note)
-    return {"checkpoint": str(target), "architecture": imported.model.config.name, "vocab": src.vocab_size,
+    return {"checkpoint": str(target), "architecture": ARCHITECTURES[imported.architecture], "vocab": src.vocab_size,
             "joint": imported.joint, "languages": len(imported.tags), "notes": imported.notes}
 
 
@@ -69,6 +69,7 @@ def convert(directory: Path, src_lang: str | None) -> Imported:
             imported = import_marian(directory, config, weights, generation)
         else:
             imported = import_m2m100(directory, config, weights, generation, src_lang)
+    imported.architecture = kind
     check_leftovers(weights)
     imported.decode.update(search_defaults(generation, imported.model.config.language_tags == "decoder"))
     return imported

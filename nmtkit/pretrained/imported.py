@@ -17,6 +17,7 @@ class Imported:
     langs: tuple[str | None, str | None] = (None, None)
     decode: dict = field(default_factory=dict)  # DecodeConfig fields from generation_config.json
     notes: list[str] = field(default_factory=list)  # what the import could not carry over exactly, for the log
+    architecture: str = ""  # config.json's model_type
 
     @property
     def joint(self) -> bool:
