@@ -92,7 +92,7 @@ def test_train_refuses_checkpoints_onto_its_init_from(tmp_path):
 OUTPUTS = {("prepare", "--out"), ("train", "--out"), ("translate", "--output"), ("filter-distilled", "--out-src"),
            ("filter-distilled", "--out-tgt"), ("filter-distilled", "--report"), ("export", "--out"),
            ("align", "--output"), ("align", "--plot"), ("score-pairs", "--output"), ("score-pairs", "--out-src"),
-           ("score-pairs", "--out-tgt"), ("score-pairs", "--out-removed"), ("robustness", "--out")}
+           ("score-pairs", "--out-tgt"), ("score-pairs", "--out-removed"), ("robustness", "--out"), ("import", "--out")}
 OUTPUT_NAMES = ("--out", "--output", "--report", "--plot")
 
 
@@ -152,6 +152,7 @@ def output_cases(paths: dict[str, Path]) -> dict[tuple[str, str], list[list[str]
                                        for target in (src, tgt, model)],
         ("score-pairs", "--out-removed"): [[*scores, *kept, "--out-removed", target] for target in (src, tgt, model)],
         ("robustness", "--out"): [["robustness", "--src", src, "--ref", tgt, "--out", target] for target in (src, tgt)],
+        ("import", "--out"): [["import", data, "--out", target] for target in (data, f"{data}/inside")],
     }
 
 

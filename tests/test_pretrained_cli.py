@@ -313,3 +313,11 @@ def test_ensembles_constraints_and_alignment_take_an_imported_model(imported, tm
     assert "haus" in constrained.stdout
     aligned = nmtkit("align", "-m", model, "--src", str(source), "--tgt", str(target), "--threads", "1")
     assert aligned.exit_code == 0 and len(aligned.stdout.splitlines()) == len(TEXTS)
+
+
+@pytest.mark.parametrize("tokenizer_json", [{"model": {"type": "Unigram", "vocab": [["<s>", 0.0]]}}, {"model": 3}, []])
+def test_an_nllb_tokenizer_json_of_another_kind_is_a_one_line_error(hf_dirs, tmp_path, tokenizer_json):
+    directory = copied(hf_dirs["m2m100"], tmp_path)
+    (directory / "vocab.json").unlink()
+    (directory / "tokenizer.json").write_text(json.dumps(tokenizer_json))
+    assert_error(nmtkit("import", str(directory), "--out", str(tmp_path / "out"), "--src-lang", "en"), "tokenizer.json")

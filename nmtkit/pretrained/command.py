@@ -16,6 +16,7 @@ import torch
 
 from nmtkit.checkpoint.payload import make_payload, save_atomic
 from nmtkit.config.sections import Config, DecodeConfig
+from nmtkit.data.files import refuse_onto_inputs
 from nmtkit.data.subword import Subword
 from nmtkit.errors import NmtkitError
 from nmtkit.pretrained.imported import Imported
@@ -35,6 +36,7 @@ def import_model(directory: Path, out: Path, src_lang: str | None = None, tgt_la
     if not directory.is_dir():
         raise NmtkitError(f"{directory} is not a directory (a Hugging Face checkpoint: config.json, weights, "
                           "tokenizer files)")
+    refuse_onto_inputs([("--out", out)], [("the checkpoint directory", directory)])
     target = out / "model.pt"
     if target.exists():
         raise NmtkitError(f"{target} already exists; choose another --out")

@@ -94,8 +94,10 @@ def full_vocab(directory: Path) -> dict[str, int]:
         vocab = dict(piece_ids(read_json(directory / "vocab.json"), directory / "vocab.json"))
     elif (directory / "tokenizer.json").is_file():
         model = read_json(directory / "tokenizer.json").get("model")
-        vocab = dict(piece_ids(model.get("vocab") if isinstance(model, dict) and isinstance(model.get("vocab"), dict)
-                               else [], directory / "tokenizer.json"))
+        if not (isinstance(model, dict) and isinstance(model.get("vocab"), dict) and model["vocab"]):
+            raise NmtkitError(f"{directory / 'tokenizer.json'} has no vocabulary of pieces and ids (NLLB's is a BPE "
+                              "model's)")
+        vocab = dict(piece_ids(model["vocab"], directory / "tokenizer.json"))
     else:
         raise NmtkitError(f"{directory} has neither vocab.json (M2M100) nor tokenizer.json (NLLB)")
     added = added_tokens(directory)
