@@ -321,3 +321,23 @@ def test_an_nllb_tokenizer_json_of_another_kind_is_a_one_line_error(hf_dirs, tmp
     (directory / "vocab.json").unlink()
     (directory / "tokenizer.json").write_text(json.dumps(tokenizer_json))
     assert_error(nmtkit("import", str(directory), "--out", str(tmp_path / "out"), "--src-lang", "en"), "tokenizer.json")
+
+
+def test_serve_translates_with_an_imported_model_as_translate_does(imported, tmp_path):
+    """The service loads an imported M2M100 model (its default target language from the import) and answers as
+    the command line translates; another target language of the model is taken per request."""
+    from serve_process import Server
+
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(TEXTS) + "\n")
+    expected = nmtkit("translate", "-m", str(imported["m2m100"]), "-i", str(source), "--beam", "2", "--threads",
+                      "1").stdout.splitlines()
+    russian = nmtkit("translate", "-m", str(imported["m2m100"]), "-i", str(source), "--beam", "2", "--threads", "1",
+                    "--tgt-lang", "ru").stdout.splitlines()
+    server = Server(imported["m2m100"], "--device", "cpu")
+    try:
+        assert len(expected) == len(russian) == len(TEXTS) and expected != russian
+        assert server.post({"sentences": TEXTS, "beam": 2}) == (200, {"translations": expected})
+        assert server.post({"sentences": TEXTS, "beam": 2, "tgt_lang": "ru"}) == (200, {"translations": russian})
+    finally:
+        server.stop()
