@@ -39,11 +39,13 @@ def perturb(model: torch.nn.Module, seed: int) -> None:
                 value.add_(torch.randn(value.shape, generator=generator) * 0.3)
 
 
-def marian_dir(directory: Path, eos_boost: float, seed: int = 0, languages: tuple[str, ...] = ()) -> Path:
+def marian_dir(directory: Path, eos_boost: float, seed: int = 0, languages: tuple[str, ...] = (),
+               drop_source_piece: bool = False) -> Path:
     """A MarianMTModel checkpoint (post-norm, swish, scaled embeddings, one vocab.json over two SentencePiece
     models, pad as the decoder's start, bad_words_ids banning pad); `languages` adds `>>xx<<` tokens. `eos_boost`
     is added to EOS's logit: random models then end hypotheses before the length limit (at 4, most beam
-    hypotheses; at 2, greedy search writes a few tokens first)."""
+    hypotheses; at 2, greedy search writes a few tokens first). `drop_source_piece` leaves out of vocab.json a
+    piece that source.spm writes for TEXTS[0] and target.spm lacks (the tokenizer gives <unk> for it)."""
     from transformers import GenerationConfig, MarianConfig, MarianMTModel, MarianTokenizer
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -55,6 +57,10 @@ def marian_dir(directory: Path, eos_boost: float, seed: int = 0, languages: tupl
         processor = spm.SentencePieceProcessor(model_proto=proto)
         pieces += [processor.id_to_piece(i) for i in range(3, processor.get_piece_size())
                    if processor.id_to_piece(i) not in pieces]
+    if drop_source_piece:
+        written = spm.SentencePieceProcessor(model_proto=source).encode(TEXTS[0], out_type=str)
+        target_pieces = spm.SentencePieceProcessor(model_proto=target)
+        pieces.remove(next(piece for piece in written if target_pieces.piece_to_id(piece) == target_pieces.unk_id()))
     vocab = {piece: index for index, piece in enumerate([*pieces, "<pad>"])}
     (directory / "vocab.json").write_text(json.dumps(vocab))
     pad = vocab["<pad>"]

@@ -16,6 +16,8 @@ from hf_models import SOURCE, TARGET, TEXTS, m2m100_dir, marian_dir
 from scaling import assert_linear
 from training_runs import train_losses
 
+from nmtkit.checkpoint.payload import load_checkpoint, restore_model
+from nmtkit.data.subword import BOS, EOS, PAD
 from nmtkit.errors import NmtkitError
 from nmtkit.pretrained.weights import read_safetensors
 
@@ -341,3 +343,29 @@ def test_serve_translates_with_an_imported_model_as_translate_does(imported, tmp
         assert server.post({"sentences": TEXTS, "beam": 2, "tgt_lang": "ru"}) == (200, {"translations": russian})
     finally:
         server.stop()
+
+
+def test_a_source_piece_missing_from_vocab_json_reads_the_unknown_embedding(tmp_path):
+    """The tokenizer gives <unk> for a source.spm piece that vocab.json lacks; nmtkit keeps the piece, so the text
+    segments as source.spm segments it, and gives it <unk>'s embedding: the model reads the same vectors, and the
+    first step's log-probabilities are transformers'."""
+    from transformers import MarianMTModel, MarianTokenizer
+
+    directory = marian_dir(tmp_path / "hf", 2.0, drop_source_piece=True)
+    result = nmtkit("import", str(directory), "--out", str(tmp_path / "out"))
+    assert result.exit_code == 0 and "1 pieces of source.spm" in json.loads(result.stdout)["notes"][0]
+    tokenizer, model = MarianTokenizer.from_pretrained(directory), MarianMTModel.from_pretrained(directory).eval()
+    encoded = tokenizer(TEXTS[:1], return_tensors="pt")
+    assert tokenizer.unk_token_id in encoded.input_ids[0].tolist()
+    loaded = restore_model(load_checkpoint(tmp_path / "out" / "model.pt"), torch.device("cpu"))
+    src = torch.tensor([loaded.src_subword.encode(TEXTS[:1])[0] + [EOS]])
+    assert src.size(1) == encoded.input_ids.size(1) and int(src.max()) >= loaded.tgt_subword.vocab_size
+    with torch.no_grad():
+        mine = torch.log_softmax(loaded.model(src, src != PAD, torch.tensor([[BOS]]))[0][0, 0], dim=-1)
+        theirs = torch.log_softmax(model(**encoded, decoder_input_ids=torch.tensor([[model.config.pad_token_id]]))
+                                   .logits[0, 0], dim=-1)
+    vocab = json.loads((directory / "vocab.json").read_text())
+    pieces = loaded.tgt_subword.processor
+    columns = [index for index in range(len(pieces)) if index != BOS]
+    hf_columns = [vocab[pieces.id_to_piece(index)] for index in columns]
+    assert (mine[columns] - theirs[hf_columns]).abs().max() < 1e-5

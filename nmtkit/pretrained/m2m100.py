@@ -82,7 +82,7 @@ def import_m2m100(directory: Path, config: dict, weights: Weights, generation: d
                                      language_tags="decoder", source_token=tags[src_lang])
     model = Transformer(model_config, len(order.pieces), len(order.pieces), True)
     set_weights(model, weights, torch.tensor(order.rows))
-    notes = [f"{left} pieces of sentencepiece.bpe.model are not in the vocabulary: left out"] if left else []
+    notes = [f"{len(left)} pieces of sentencepiece.bpe.model are not in the vocabulary: left out"] if left else []
     return Imported(model, proto, proto, tags, (src_lang, None), notes=notes)
 
 

@@ -57,23 +57,25 @@ def import_marian(directory: Path, config: dict, weights: Weights, generation: d
     embedding = weights.take("model.shared.weight", "model.encoder.embed_tokens.weight")
     order = layout(vocab, {PAD: pad, UNK: vocab["<unk>"], BOS: start, EOS: setting(config, "eos_token_id", int)},
                    "<s>", codes, embedding.size(0))
-    src_proto, src_left = nmtkit_proto(required(directory, "source.spm", "the source SentencePiece model")
-                                       .read_bytes(), order.pieces, order.control, directory / "source.spm")
-    tgt_proto, tgt_left = nmtkit_proto(required(directory, "target.spm", "the target SentencePiece model")
+    src_proto, src_rest = nmtkit_proto(required(directory, "source.spm", "the source SentencePiece model")
+                                       .read_bytes(), order.pieces, order.control, directory / "source.spm", True)
+    tgt_proto, tgt_rest = nmtkit_proto(required(directory, "target.spm", "the target SentencePiece model")
                                        .read_bytes(), order.pieces, order.control, directory / "target.spm")
     tie = setting(config, "tie_word_embeddings", bool, True)
     model_config = TransformerConfig(**common_settings(config), norm="post", positions="sinusoidal_split",
                                      share_embeddings=True, tie_output=tie, output_bias=True,
                                      suppress_pad=[pad] in generation.get("bad_words_ids", []))
-    model = Transformer(model_config, len(order.pieces), len(order.pieces), src_proto == tgt_proto)
-    set_weights(model, weights, torch.tensor(order.rows), tie)
+    model = Transformer(model_config, len(order.pieces) + len(src_rest), len(order.pieces), src_proto == tgt_proto)
+    set_weights(model, weights, torch.tensor(order.rows), len(src_rest), tie)
     check_positions(model, weights)
     tokenizer = read_json(directory / "tokenizer_config.json") if (directory / "tokenizer_config.json").is_file() \
         else {}
     langs = tuple(value if isinstance(value, str) else None
                   for value in (tokenizer.get("source_lang"), tokenizer.get("target_lang")))
-    notes = [f"{count} pieces of {name} are not in vocab.json (the tokenizer gives <unk> for them): left out"
-             for name, count in (("source.spm", src_left), ("target.spm", tgt_left)) if count]
+    notes = [f"{len(src_rest)} pieces of source.spm are not in vocab.json: they read <unk>'s embedding, as the "
+             "tokenizer gives <unk> for them"] if src_rest else []
+    notes += [f"{len(tgt_rest)} pieces of target.spm are not in vocab.json: left out (the model cannot write them; "
+              "target text segments around them)"] if tgt_rest else []
     tags = {piece[2:-1]: index for index, piece in enumerate(order.pieces) if piece in codes}
     return Imported(model, src_proto, tgt_proto, tags, langs, notes=notes)
 
@@ -85,11 +87,14 @@ def tag_piece(piece: str) -> str:
 
 
 @torch.no_grad()
-def set_weights(model: Transformer, weights: Weights, rows: torch.Tensor, tie: bool) -> None:
+def set_weights(model: Transformer, weights: Weights, rows: torch.Tensor, unknown: int, tie: bool) -> None:
+    """The embeddings in nmtkit's order (`rows`; the source's `unknown` pieces after them read <unk>'s row), the
+    output layer and its bias, the layers."""
     embedding = weights.take("model.shared.weight", "model.encoder.embed_tokens.weight")
     copy(model.tgt_embed.weight, embedding[rows], "the embeddings")
     if model.src_embed is not model.tgt_embed:
-        copy(model.src_embed.weight, embedding[rows], "the embeddings")
+        source_rows = torch.cat([rows, rows[UNK].repeat(unknown)])
+        copy(model.src_embed.weight, embedding[source_rows], "the embeddings")
     if not tie:
         copy(model.output.weight, weights.take("lm_head.weight")[rows], "the output layer")
     bias = weights.take("final_logits_bias").reshape(-1)[rows].clone()

@@ -9,9 +9,10 @@ model the same ids.
 
 A piece of the vocabulary that the side's SentencePiece model lacks (a piece of the other language's model, in a
 shared vocabulary) is UNUSED there: SentencePiece never produces it. A piece of the SentencePiece model that the
-vocabulary lacks (the tokenizer would give <unk> for it) is left out, so SentencePiece segments around it; the
-importer counts these (`Layout.left_out`). Language tokens and other special tokens are CONTROL pieces: no text
-encodes to them, as nmtkit's target-language tags.
+vocabulary lacks (the tokenizer would give <unk> for it) is kept after the vocabulary's pieces where the model
+reads it (Marian's source side: its embedding row is <unk>'s, so the model reads what it read) and left out where
+the model would write it (SentencePiece then segments around it); the importer counts these. Language tokens and
+other special tokens are CONTROL pieces: no text encodes to them, as nmtkit's target-language tags.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ class Layout:
     pieces: list[str]
     rows: list[int]
     control: set[str] = field(default_factory=set)  # language tokens and other specials: CONTROL pieces
-    left_out: dict[str, int] = field(default_factory=dict)  # per side: SentencePiece pieces not in the vocabulary
 
 
 def layout(vocab: dict[str, int], specials: dict[int, int], bos_piece: str, control: set[str],
@@ -60,9 +60,11 @@ def layout(vocab: dict[str, int], specials: dict[int, int], bos_piece: str, cont
     return Layout(pieces, [specials[PAD], specials[UNK], specials[BOS], specials[EOS]] + rest, control)
 
 
-def nmtkit_proto(spm_model: bytes, pieces: list[str], control: set[str], where: str) -> tuple[bytes, int]:
+def nmtkit_proto(spm_model: bytes, pieces: list[str], control: set[str], where: str,
+                 keep_rest: bool = False) -> tuple[bytes, list[str]]:
     """A SentencePiece model whose piece i is `pieces[i]`, scored and typed as in `spm_model`, with nmtkit's
-    special ids; and how many of `spm_model`'s pieces it leaves out (see the module docstring)."""
+    special ids; and `spm_model`'s pieces that `pieces` lacks, which it leaves out or, with `keep_rest`, keeps
+    after `pieces` as they were (see the module docstring)."""
     from sentencepiece import sentencepiece_model_pb2 as pb
 
     try:
@@ -74,6 +76,8 @@ def nmtkit_proto(spm_model: bytes, pieces: list[str], control: set[str], where: 
     if not original:
         raise NmtkitError(f"{where} is not a SentencePiece model (it has no pieces)")
     kept_types = (Type.NORMAL, Type.USER_DEFINED, Type.BYTE)
+    wanted = set(pieces)
+    rest = [piece.piece for piece in model.pieces if piece.type in kept_types and piece.piece not in wanted]
     proto = pb.ModelProto()
     proto.CopyFrom(model)
     del proto.pieces[:]
@@ -88,11 +92,11 @@ def nmtkit_proto(spm_model: bytes, pieces: list[str], control: set[str], where: 
             item.type, item.score = source.type, source.score
         else:
             item.type = Type.UNUSED
+    for piece in rest if keep_rest else ():
+        proto.pieces.add().CopyFrom(original[piece])
     spec = proto.trainer_spec
     spec.pad_id, spec.unk_id, spec.bos_id, spec.eos_id = PAD, UNK, BOS, EOS
     spec.pad_piece, spec.unk_piece, spec.bos_piece, spec.eos_piece = (pieces[PAD], pieces[UNK], pieces[BOS],
                                                                       pieces[EOS])
-    spec.vocab_size = len(pieces)
-    wanted = set(pieces)
-    left_out = sum(1 for piece in model.pieces if piece.type in kept_types and piece.piece not in wanted)
-    return proto.SerializeToString(), left_out
+    spec.vocab_size = len(proto.pieces)
+    return proto.SerializeToString(), rest
