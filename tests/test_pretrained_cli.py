@@ -18,8 +18,10 @@ from training_runs import train_losses
 
 from nmtkit.checkpoint.payload import load_checkpoint, restore_model
 from nmtkit.data.subword import BOS, EOS, PAD
+from nmtkit.decoding.inputs import Request
 from nmtkit.errors import NmtkitError
 from nmtkit.pretrained.weights import read_safetensors
+from nmtkit.translate.translator import Translator
 
 
 @pytest.fixture(scope="module")
@@ -218,8 +220,11 @@ def test_multilingual_opus_mt_language_tokens_are_target_tags(hf_dirs, tmp_path)
     assert {lang: pieces.id_to_piece(index) for lang, index in payload["langs"]["tags"].items()} == \
         {"de": "<2de>", "fr": "<2fr>"}
     assert payload["config"]["decode"]["tgt_lang"] == "fr"
-    theirs = MarianTokenizer.from_pretrained(hf_dirs["multilingual"])(">>fr<< the cat .").input_ids
-    assert theirs[0] == vocab[">>fr<<"]
+    theirs = MarianTokenizer.from_pretrained(hf_dirs["multilingual"])(">>fr<< the cat sat .").input_ids
+    translator = Translator.load(out / "model.pt", device="cpu", threads=1)
+    mine = translator.encode([Request("the cat sat .", tgt_lang="fr")])[0]
+    names = {f"<2{lang}>": f">>{lang}<<" for lang in ("de", "fr")}
+    assert [vocab[names.get(pieces.id_to_piece(index), pieces.id_to_piece(index))] for index in mine] == theirs[:-1]
 
 
 def test_the_ctranslate2_export_translates_as_the_checkpoint_does(hf_dirs, imported, tmp_path):
