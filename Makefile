@@ -10,7 +10,7 @@ THREADS ?= 0
 # LANG_DIR (a locale such as zh_CN, ja, th, ar, he) and CODE choose the language of recipe-messages
 export MODEL MAX_TIME THREADS LANG_DIR CODE
 
-.PHONY: install test test-isa lint bench recipe-bible recipe-bible-zoo recipe-reverse recipe-wmt recipe-messages recipe-multilingual recipe-finetune recipe-backtranslation recipe-cleaning recipe-distill recipe-distill-messages bible-data wmt-data clean
+.PHONY: install test test-isa lint bench recipe-bible recipe-bible-zoo recipe-reverse recipe-wmt recipe-messages recipe-multilingual recipe-finetune recipe-pretrained recipe-backtranslation recipe-cleaning recipe-distill recipe-distill-messages bible-data wmt-data clean
 
 install: $(VENV)/.installed
 
@@ -84,6 +84,10 @@ recipe-cleaning: install
 # fine-tunes the Bible model (make recipe-bible first) on Spanish software messages; the table goes to $OUT/results.md
 recipe-finetune: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/finetune/run.sh
+
+# builds a small OPUS-MT-style model in Hugging Face format, imports it, fine-tunes it, exports it (offline)
+recipe-pretrained: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" bash recipes/pretrained/run.sh
 
 # distils the Bible model (trained first if missing) into small students and times them (recipes/distill/README.md);
 # SMOKE=1 runs the whole recipe in a few minutes, TIME sets each student's training budget; SHARED_VOCAB=1 gives the

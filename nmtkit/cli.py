@@ -408,3 +408,21 @@ def align(
     if printed.heatmaps is not None:
         Console().print(printed.heatmaps)
     sys.stdout.write(printed.text)
+
+
+@app.command("import")
+@handle_errors
+def import_(
+    directory: Annotated[Path, typer.Argument(help="a Hugging Face checkpoint directory: config.json, "
+                                                   "model.safetensors or pytorch_model.bin, tokenizer files")],
+    out: Annotated[Path, typer.Option(help="directory to write model.pt into", file_okay=False)],
+    src_lang: Annotated[str | None, typer.Option(help="source language (M2M100/NLLB: the language token each "
+                                                      "source starts with, such as eng_Latn or en)")] = None,
+    tgt_lang: Annotated[str | None, typer.Option(help="target language (a multilingual model: the default "
+                                                      "--tgt-lang of translate)")] = None,
+) -> None:
+    """Import a MarianMTModel (OPUS-MT) or M2M100ForConditionalGeneration (M2M100, NLLB-200) checkpoint as an nmtkit
+    checkpoint (docs/pretrained.md); prints a JSON summary."""
+    from nmtkit.pretrained.command import import_model
+
+    print(json.dumps(import_model(directory, out, src_lang, tgt_lang)))

@@ -93,7 +93,7 @@ OUTPUTS = {("prepare", "--out"), ("train", "--out"), ("translate", "--output"), 
            ("filter-distilled", "--out-tgt"), ("filter-distilled", "--report"), ("export", "--out"),
            ("align", "--output"), ("align", "--plot"), ("score-pairs", "--output"), ("score-pairs", "--out-src"),
            ("score-pairs", "--out-tgt"), ("score-pairs", "--out-removed"), ("robustness", "--out"),
-           ("best-of", "--output")}
+           ("best-of", "--output"), ("import", "--out")}
 OUTPUT_NAMES = ("--out", "--output", "--report", "--plot")
 
 
@@ -155,6 +155,7 @@ def output_cases(paths: dict[str, Path]) -> dict[tuple[str, str], list[list[str]
         ("robustness", "--out"): [["robustness", "--src", src, "--ref", tgt, "--out", target] for target in (src, tgt)],
         ("best-of", "--output"): [["best-of", "--nbest", hyp, "--ref", tgt, "--output", target]
                                   for target in (hyp, tgt)],
+        ("import", "--out"): [["import", data, "--out", target] for target in (data, f"{data}/inside")],
     }
 
 

@@ -219,3 +219,16 @@ def test_a_checkpoint_whose_config_asks_for_more_than_its_weights_is_refused_bef
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert result.exit_code == 1 and len(errors) == 1, result.output
     assert "hostile.pt: checkpoint weights do not match its config" in errors[0]
+
+
+def test_a_checkpoint_from_before_a_model_setting_existed_fine_tunes_with_its_default(parent: Path, tmp_path: Path):
+    """A checkpoint whose config lacks settings added since (here the Transformer's import settings) is the model
+    of their defaults: fine-tuning it finds no other architecture."""
+    payload = load_checkpoint(parent / "run" / "model.pt")
+    added = ("scale_embeddings", "position_offset", "output_bias", "suppress_pad", "language_tags", "source_token")
+    payload["config"]["model"] = {key: value for key, value in payload["config"]["model"].items() if key not in added}
+    older = tmp_path / "older.pt"
+    save_atomic(payload, older)
+    data = new_data(tmp_path, "--subword-model", str(older))
+    child = config(init_from=str(older), max_steps=2)
+    assert train(child, data, tmp_path / "tuned")["steps"] == 2

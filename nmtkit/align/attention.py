@@ -21,6 +21,7 @@ from nmtkit.data.dataset import encode_sources, pad_sequences, token_batches
 from nmtkit.data.subword import BOS
 from nmtkit.errors import NmtkitError
 from nmtkit.models.base import EncoderDecoder
+from nmtkit.models.transformer import TransformerConfig
 from nmtkit.registry import MODELS
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,19 @@ def teacher_forced_attention(model: EncoderDecoder, sources: list[list[int]], ta
             for row, (source, target) in enumerate(zip(sources, targets))]
 
 
+def source_prefix(loaded: LoadedModel) -> list[int]:
+    """The tag of the default target language for a model that takes each source's first token for its tag (an
+    imported M2M100 or NLLB: language_tags=decoder); its attention column is left out of the alignment."""
+    config = loaded.config.model
+    if not (isinstance(config, TransformerConfig) and config.language_tags == "decoder"):
+        return []
+    lang = loaded.config.decode.tgt_lang
+    if lang not in loaded.tags:
+        raise NmtkitError("this model reads a target-language tag before each source and has no default target "
+                          "language; import it with --tgt-lang")
+    return [loaded.tags[lang]]
+
+
 def word_attentions(loaded: LoadedModel, src_lines: list[list[str]], tgt_lines: list[list[str]],
                     device: torch.device, batch_tokens: int = 4000) -> Iterator[Tensor]:
     """(target words, source words) attention for each pair of word lists, in input order; a pair with an empty
@@ -84,7 +98,9 @@ def word_attentions(loaded: LoadedModel, src_lines: list[list[str]], tgt_lines: 
     zeros would take (target words x source words) floats, 10 GB for a line of 50,000 words."""
     src_texts, tgt_texts = [" ".join(words) for words in src_lines], [" ".join(words) for words in tgt_lines]
     src_spans, tgt_spans = loaded.src_subword.spans(src_texts), loaded.tgt_subword.spans(tgt_texts)
-    src_ids, tgt_ids = loaded.src_subword.encode(src_texts), loaded.tgt_subword.encode(tgt_texts)
+    prefix = source_prefix(loaded)
+    src_ids = [prefix + ids for ids in loaded.src_subword.encode(src_texts)]
+    tgt_ids = loaded.tgt_subword.encode(tgt_texts)
     limit = (loaded.model.max_length() or 1 << 62) - 1  # EOS and BOS take a position
     todo, results = [], {}
     for index, (source, target) in enumerate(zip(src_ids, tgt_ids)):
@@ -102,7 +118,7 @@ def word_attentions(loaded: LoadedModel, src_lines: list[list[str]], tgt_lines: 
         attentions = teacher_forced_attention(loaded.model, [src_ids[i] for i in rows], [tgt_ids[i] for i in rows],
                                               device)
         for index, attention in zip(rows, attentions):
-            results[index] = word_attention(attention, piece_words(src_spans[index], src_lines[index]),
+            results[index] = word_attention(attention[:, len(prefix):], piece_words(src_spans[index], src_lines[index]),
                                             piece_words(tgt_spans[index], tgt_lines[index]),
                                             len(src_lines[index]), len(tgt_lines[index]))
     return (results[index] for index in range(len(src_lines)))

@@ -14,6 +14,12 @@ between nmtkit and other toolkits, and so break their converters, are settled he
   running the directory with CTranslate2 alone feeds the model the sequence it was trained on.
 - output layer: nmtkit's has no bias, tied to the target embedding or not; attention for the coverage penalty is
   the last decoder layer's averaged over all heads (`alignment_heads=0`), as nmtkit's.
+- imported models (`nmtkit import`): embeddings scaled or not (`scale_embeddings`), their position table as it is,
+  silu as CTranslate2's swish, and Marian's fixed output bias as the projection's bias. Marian's padding token,
+  which nmtkit's search never proposes (`suppress_pad`) but keeps in the softmax, gets the bias that keeps
+  it out of the softmax, as CTranslate2's own OPUS-MT converter removes it: scores differ by its probability
+  (none to speak of in a trained OPUS-MT model). A model that reads its language tag in the decoder (M2M100,
+  NLLB) is refused: nmtkit's CTranslate2 engine starts every decoder with BOS.
 
 The directory also holds the SentencePiece model(s) and `nmtkit.json` (config, languages, decode defaults, the
 placeholder masking of the training data, which translation applies by default), so it
@@ -35,7 +41,7 @@ from torch import Tensor, nn
 
 from nmtkit.checkpoint.payload import LoadedModel
 from nmtkit.config.sections import to_dict
-from nmtkit.data.subword import BOS, EOS, UNK, Subword
+from nmtkit.data.subword import BOS, EOS, PAD, UNK, Subword
 from nmtkit.errors import NmtkitError
 from nmtkit.models.transformer import GATED, DecoderLayer, EncoderLayer, Transformer
 from nmtkit.translate.exported import MANIFEST, MANIFEST_FORMAT, SOURCE_SUBWORD, TARGET_SUBWORD, VMAP
@@ -43,6 +49,7 @@ from nmtkit.version import __version__
 
 QUANTIZATIONS = ("float32", "int8", "int8_float32", "int8_float16", "int8_bfloat16", "float16", "bfloat16", "int16")
 LAYER_NORM_EPSILON = 1e-5  # torch.nn.LayerNorm's default, which every nmtkit layer norm uses
+NEVER = -1e4  # an output bias that keeps a piece out of every softmax
 
 
 def numpy(tensor: Tensor) -> np.ndarray:
@@ -98,6 +105,10 @@ def check_exportable(model: nn.Module) -> None:
         name = getattr(getattr(model, "config", None), "name", type(model).__name__)
         raise NmtkitError(f"CTranslate2 runs Transformers only; the {name!r} model cannot be exported "
                           "(translate it with its checkpoint)")
+    if model.config.language_tags == "decoder":
+        raise NmtkitError("this model reads its target-language tag in the decoder (an imported M2M100 or NLLB "
+                          "model), which nmtkit's CTranslate2 engine does not start from; translate it with its "
+                          "checkpoint")
 
 
 def transformer_spec(model: Transformer):
@@ -106,7 +117,8 @@ def transformer_spec(model: Transformer):
 
     config = model.config
     relu, gelu, swish = common_spec.Activation.RELU, common_spec.Activation.GELU, common_spec.Activation.SWISH
-    activation = {"relu": relu, "gelu": gelu, "reglu": relu, "geglu": gelu, "swiglu": swish}[config.activation]
+    activation = {"relu": relu, "gelu": gelu, "silu": swish, "reglu": relu, "geglu": gelu,
+                  "swiglu": swish}[config.activation]
     spec = transformer_spec.TransformerSpec.from_config(
         (config.encoder_layers, config.decoder_layers), config.heads, pre_norm=config.norm == "pre",
         activation=activation, ffn_glu=config.activation in GATED, alignment_layer=-1, alignment_heads=0)
@@ -116,6 +128,12 @@ def transformer_spec(model: Transformer):
     spec.decoder.embeddings.weight = numpy(model.tgt_embed.weight)
     spec.decoder.position_encodings.encodings = positions
     spec.decoder.projection.weight = numpy(model.output.weight)
+    spec.encoder.scale_embeddings = spec.decoder.scale_embeddings = config.scale_embeddings
+    if config.output_bias:
+        bias = model.logits_bias.detach().clone()
+        if config.suppress_pad:
+            bias[PAD] = NEVER
+        spec.decoder.projection.bias = numpy(bias)
     if config.norm == "pre":
         set_layer_norm(spec.encoder.layer_norm, model.encoder_norm)
         set_layer_norm(spec.decoder.layer_norm, model.decoder_norm)

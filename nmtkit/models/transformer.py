@@ -4,6 +4,9 @@ Encoder and decoder stacks of multi-head attention and position-wise feed-forwar
 pre-norm (Wang et al. 2019, the default: trains stably without a long warmup) or post-norm as in the paper.
 Incremental decoding caches each decoder layer's self-attention keys/values in State; the cross-attention
 keys/values are projected once from the encoder output and kept in Memory.
+
+The options after `tie_output` describe models trained elsewhere and imported (`nmtkit.pretrained`: OPUS-MT's
+Marian, M2M100 and NLLB-200); their defaults are nmtkit's own Transformer, unchanged.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from nmtkit.config.sections import option
+from nmtkit.data.subword import EOS, PAD
 from nmtkit.errors import NmtkitError
 from nmtkit.models.base import AttentionChoice, EncoderDecoder, Memory, State, check_layer
 from nmtkit.modules.attention import MultiHeadAttention
@@ -36,14 +40,30 @@ class TransformerConfig:
     attention_dropout: float = option(0.0, "dropout on attention weights")
     activation_dropout: float = option(0.0, "dropout on the feed-forward layer's activations (fairseq's "
                                             "activation_dropout, the same default); -1 = dropout's value")
-    activation: Literal["relu", "gelu", "reglu", "geglu", "swiglu"] = option(
-        "gelu", "feed-forward activation; reglu, geglu and swiglu are gated linear units (Shazeer 2020): "
+    activation: Literal["relu", "gelu", "silu", "reglu", "geglu", "swiglu"] = option(
+        "gelu", "feed-forward activation (silu: Marian's swish); reglu, geglu and swiglu are gated linear units "
+        "(Shazeer 2020): "
         "act(x W) * (x V), W and V both d_model x ffn, so 1.5x the feed-forward weights of the same ffn ungated")
     norm: Literal["pre", "post"] = option("pre", "layer norm before (pre) or after (post) each sub-layer")
-    positions: Literal["sinusoidal", "learned"] = option("sinusoidal", "position embeddings")
+    positions: Literal["sinusoidal", "learned", "sinusoidal_split", "sinusoidal_t2t"] = option(
+        "sinusoidal", "position embeddings: sinusoidal (sin on even, cos on odd dimensions), learned, or the layouts "
+        "of imported models: sinusoidal_split (Marian: sines in the first half, cosines in the second) and "
+        "sinusoidal_t2t (tensor2tensor/fairseq/M2M100)")
     max_positions: int = option(1024, "longest sequence the position embeddings cover")
     share_embeddings: bool = option(True, "one embedding matrix for source and target (joint vocabulary only)")
     tie_output: bool = option(True, "output projection shares the target embedding matrix")
+    scale_embeddings: bool = option(True, "multiply token embeddings by sqrt(d_model) (Section 3.4)")
+    position_offset: int = option(0, "first row of the sinusoidal table used (M2M100/NLLB: 2)", 0, 1 << 16)
+    output_bias: bool = option(False, "add a fixed bias to the output logits (Marian's final_logits_bias; a buffer "
+                                      "kept in the checkpoint, not trained)")
+    suppress_pad: bool = option(False, "search never proposes the padding token (Marian's bad_words_ids); the "
+                                       "log-probabilities are normalised with it, as transformers' generate does")
+    language_tags: Literal["source", "decoder"] = option(
+        "source", "where a multilingual model reads the target-language tag: source (first source token, Johnson et "
+        "al. 2017), or decoder (M2M100/NLLB: the decoder reads EOS then the tag before the target, and the encoder "
+        "reads source_token where the tag was)")
+    source_token: int = option(-1, "with language_tags=decoder: the token the encoder reads in the tag's place "
+                                   "(NLLB/M2M100: the source-language token)", -1)
 
 
 class Sublayer(nn.Module):
@@ -60,6 +80,7 @@ class Sublayer(nn.Module):
 
 
 GATED = {"reglu": F.relu, "geglu": F.gelu, "swiglu": F.silu}  # gated linear units: the activation of x W
+ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
 
 
 class FeedForward(nn.Module):
@@ -70,7 +91,7 @@ class FeedForward(nn.Module):
         self.gated = config.activation in GATED
         width = 2 * config.ffn if self.gated else config.ffn  # gated: W's outputs, then V's
         self.inner, self.outer = nn.Linear(config.d_model, width), nn.Linear(config.ffn, config.d_model)
-        self.activation = GATED.get(config.activation) or (F.relu if config.activation == "relu" else F.gelu)
+        self.activation = GATED.get(config.activation) or ACTIVATIONS[config.activation]
         self.dropout = Dropout(config.dropout if config.activation_dropout < 0 else config.activation_dropout)
 
     def forward(self, x: Tensor) -> tuple[Tensor, None]:
@@ -139,11 +160,13 @@ class Transformer(EncoderDecoder):
 
     def __init__(self, config: TransformerConfig, src_vocab: int, tgt_vocab: int, shared_vocab: bool):
         super().__init__()
+        check_variant(config, src_vocab)
         self.config = config
-        self.tgt_embed = TokenEmbedding(tgt_vocab, config.d_model)
+        self.tgt_embed = TokenEmbedding(tgt_vocab, config.d_model, config.scale_embeddings)
         share = config.share_embeddings and shared_vocab
-        self.src_embed = self.tgt_embed if share else TokenEmbedding(src_vocab, config.d_model)
-        self.positions = PositionEmbedding(config.d_model, config.max_positions, config.positions)
+        self.src_embed = self.tgt_embed if share else TokenEmbedding(src_vocab, config.d_model, config.scale_embeddings)
+        self.positions = PositionEmbedding(config.d_model, config.max_positions, config.positions,
+                                           config.position_offset)
         self.dropout = Dropout(config.dropout)
         self.encoder = nn.ModuleList(EncoderLayer(config) for _ in range(config.encoder_layers))
         self.decoder = nn.ModuleList(DecoderLayer(config) for _ in range(config.decoder_layers))
@@ -153,13 +176,19 @@ class Transformer(EncoderDecoder):
         self.output = nn.Linear(config.d_model, tgt_vocab, bias=False)
         if config.tie_output:
             self.output.weight = self.tgt_embed.weight
+        if config.output_bias:
+            self.register_buffer("logits_bias", torch.zeros(tgt_vocab))
+        self.decoder_tags = config.language_tags == "decoder"
 
     def encode(self, src: Tensor, src_mask: Tensor) -> Memory:
+        memory = {"src_mask": src_mask}
+        if self.decoder_tags:  # the target-language tag moves to the decoder; the source token takes its place
+            memory["tag"] = src[:, 0]  # (B,)
+            src = torch.cat([torch.full_like(src[:, :1], self.config.source_token), src[:, 1:]], dim=1)
         x = self.dropout(self.positions(self.src_embed(src)))  # (B, S, D)
         for layer in self.encoder:
             x = layer(x, src_mask.unsqueeze(1))
         x = self.encoder_norm(x)
-        memory = {"src_mask": src_mask}
         for index, layer in enumerate(self.decoder):
             memory[f"cross_k{index}"], memory[f"cross_v{index}"] = layer.cross_attention.project_kv(x)
         return memory
@@ -176,6 +205,8 @@ class Transformer(EncoderDecoder):
             if cache is not None:
                 new_state[f"self_k{index}"], new_state[f"self_v{index}"] = cache
         logits = self.output(self.decoder_norm(x))  # (B, T, V)
+        if self.config.output_bias:
+            logits = logits + self.logits_bias
         return logits, new_state, None if weights is None else self._heads(weights)
 
     def _heads(self, weights: Tensor) -> Tensor:
@@ -201,21 +232,52 @@ class Transformer(EncoderDecoder):
         of one row (MultiHeadAttention.grouped), so the encoder output is neither copied nor read once per beam."""
         return memory
 
+    def max_length(self) -> int | None:
+        """With the tag in the decoder, EOS takes the decoder's first position."""
+        positions = self.config.max_positions
+        return positions - 1 if self.decoder_tags else positions
+
     def init_state(self, memory: Memory) -> State:
+        """Empty caches; with the tag in the decoder, the caches of EOS, which M2M100's decoder reads first (its
+        decoder_start_token_id), and the tag that `step` reads next."""
         batch, device = memory["src_mask"].size(0), memory["src_mask"].device
         heads, head_dim = self.config.heads, self.config.d_model // self.config.heads
         empty = torch.zeros(batch, heads, 0, head_dim, device=device, dtype=memory["cross_k0"].dtype)
-        return {f"self_{kind}{index}": empty for index in range(len(self.decoder)) for kind in "kv"}
+        state = {f"self_{kind}{index}": empty for index in range(len(self.decoder)) for kind in "kv"}
+        if not self.decoder_tags:
+            return state
+        eos = torch.full_like(memory["tag"], EOS).unsqueeze(1)  # (B, 1)
+        _, state, _ = self._decode(self.dropout(self.positions(self.tgt_embed(eos))), memory, state, False)
+        return {**state, "tag": memory["tag"]}
 
     def step(self, prev: Tensor, state: State, memory: Memory) -> tuple[Tensor, State, Tensor | None]:
         offset = state["self_k0"].size(2)
+        if self.decoder_tags and offset == 1:  # the first step reads the tag in BOS's place
+            prev = state["tag"]
         x = self.dropout(self.positions(self.tgt_embed(prev.unsqueeze(1)), offset))  # (B, 1, D)
-        logits, state, weights = self._decode(x, memory, state, need_weights=True)
-        return F.log_softmax(logits[:, -1], dim=-1, dtype=torch.float32), state, weights[:, -1]
+        logits, new_state, weights = self._decode(x, memory, state, need_weights=True)
+        if self.decoder_tags:
+            new_state["tag"] = state["tag"]
+        log_probs = F.log_softmax(logits[:, -1], dim=-1, dtype=torch.float32)  # (B, V)
+        if self.config.suppress_pad:
+            log_probs = log_probs.index_fill(1, torch.tensor([PAD], device=log_probs.device), float("-inf"))
+        return log_probs, new_state, weights[:, -1]
 
     def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor,
                 need_attention: bool = False) -> tuple[Tensor, Tensor | None]:
         memory = self.encode(src, src_mask)
+        if self.decoder_tags:  # EOS, the tag, then the target after BOS
+            tgt_in = torch.cat([torch.full_like(tgt_in[:, :1], EOS), memory["tag"].unsqueeze(1), tgt_in[:, 1:]], 1)
         x = self.dropout(self.positions(self.tgt_embed(tgt_in)))  # (B, T, D)
         logits, _, weights = self._decode(x, memory, None, need_attention)
+        if self.decoder_tags:
+            return logits[:, 1:], None if weights is None else weights[:, 1:]
         return logits, weights
+
+
+def check_variant(config: TransformerConfig, src_vocab: int) -> None:
+    """A ValueError for options of imported models that contradict each other."""
+    if config.position_offset and config.positions == "learned":
+        raise ValueError("position_offset applies to sinusoidal positions only")
+    if config.language_tags == "decoder" and not 0 <= config.source_token < src_vocab:
+        raise ValueError(f"language_tags=decoder needs a source_token in 0..{src_vocab - 1}, got {config.source_token}")

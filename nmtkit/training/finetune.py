@@ -20,6 +20,8 @@ from pathlib import Path
 
 from nmtkit.checkpoint.file import load_checkpoint
 from nmtkit.checkpoint.payload import read_payload
+from nmtkit.config.run import build_config
+from nmtkit.config.sections import to_dict
 from nmtkit.data.subword import Subword
 from nmtkit.errors import NmtkitError
 from nmtkit.training.prune import WIDTHS, pruned_weights, width_summary
@@ -110,7 +112,7 @@ def check_start(payload: dict, path: str | Path, subwords: tuple[Subword, Subwor
     if (saved["src"], saved["tgt"]) != (subwords[0].proto, subwords[1].proto):
         raise NmtkitError(f"{path} was trained with other subword vocabularies than {data_dir}; prepare the new data "
                           f"with its vocabulary: nmtkit prepare --subword-model {path} ...")
-    saved_model = payload["config"]["model"]
+    saved_model = to_dict(build_config({"model": payload["config"]["model"]}).model)  # settings added since: defaults
     differences = model_differences(saved_model, model_config, bool(init_layers), bool(init_width))
     if differences:
         hints = ([] if init_layers else ["a student of other depths: train.init_layers=spread"]) + \

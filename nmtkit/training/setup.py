@@ -17,6 +17,7 @@ from nmtkit.data.prepare import load_subwords, read_manifest
 from nmtkit.data.subword import Subword
 from nmtkit.errors import NmtkitError
 from nmtkit.metrics.tokenize import default_tokenizer
+from nmtkit.models.transformer import TransformerConfig
 from nmtkit.modules.checkpointing import checkpoint_activations
 from nmtkit.registry import build_model
 from nmtkit.runtime.distributed import World
@@ -60,6 +61,7 @@ def set_up(config: Config, data_dir: Path, out_dir: Path, world: World) -> RunSe
                           "(nmtkit.training.config.completed)")
     torch.manual_seed(config.train.seed)
     manifest = read_manifest(data_dir)
+    check_language_tags(config, manifest, data_dir)
     subwords = load_subwords(data_dir)
     model = build_training_model(config, subwords, world.device)
     train_data = load_split(config, model, data_dir, "train", world.is_main)
@@ -67,6 +69,16 @@ def set_up(config: Config, data_dir: Path, out_dir: Path, world: World) -> RunSe
     return RunSetup(config, data_dir, out_dir, world, subwords, (manifest.get("src_lang"), manifest.get("tgt_lang")),
                     manifest.get("tags", {}), language_pairs(manifest), model, train_data, dev_data,
                     manifest.get("placeholders"))
+
+
+def check_language_tags(config: Config, manifest: dict, data_dir: Path) -> None:
+    """A model that reads each source's first token as its target-language tag (an imported M2M100 or NLLB:
+    model.language_tags=decoder) needs data whose sources start with one."""
+    if isinstance(config.model, TransformerConfig) and config.model.language_tags == "decoder" \
+            and not manifest.get("tags"):
+        raise NmtkitError(f"{data_dir} has no target-language tags, and this model reads one at the start of each "
+                          "source (an imported M2M100/NLLB model): prepare the data with --corpora naming each "
+                          "corpus' src_lang and tgt_lang, and --subword-model of the model")
 
 
 def build_training_model(config: Config, subwords: tuple[Subword, Subword], device: torch.device) -> nn.Module:
