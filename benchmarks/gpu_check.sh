@@ -2,7 +2,7 @@
 # One GPU lease's checks in one command (docs/gpu.md): the test suite with CUDA, Transformer base's training speed
 # against OpenNMT-py 3.5.1 (benchmarks/train_speed.py), new batch shapes' cost (benchmarks/new_shapes.py), a Bible
 # training on the GPU, translation of the test set with PyTorch and with CTranslate2 exports (beam 5, wall time and
-# BLEU).
+# BLEU), MBR's utilities on the GPU (benchmarks/mbr_utilities.py; MBR=0: not).
 #   bash benchmarks/gpu_check.sh
 #   Env: OUT (results folder), TRAIN_TIME (3m; 0: no training, translation or export), AMP (bf16), TEST_TIME (s, 240;
 #        0: no tests), DEVICE (cuda), QUICK (1: PyTorch float32 only), SHAPES (0: no new_shapes.py), CT2_TYPES
@@ -75,6 +75,14 @@ if [ "${ONMT_BASE:-0}" != 0 ]; then
       --data "$data/bpe8000" --onmt-python "$py" --steps "${BASE_STEPS:-100}" --log-every "${BASE_LOG_EVERY:-20}" \
       --batch-tokens "${batch%%:*}" --accumulate "${batch##*:}" 2>> "$out/onmt_base.log" | tee -a "$out/onmt_base.md"
     echo "train_speed.py $batch rc=${PIPESTATUS[0]} (124 = cut by BASE_TIME)" | tee -a "$out/onmt_base.md"
+  done
+fi
+
+# MBR's pairwise utilities on the GPU against the CPU (issue 66): time and the same choices, chrF and BLEU
+if [ "${MBR:-1}" != 0 ] && [ -f "$data/raw/test.en" ]; then
+  for utility in chrf bleu; do
+    timeout 120 $py benchmarks/mbr_utilities.py "$data/raw/test.en" --lines 1000 --candidates 32 \
+      --device "${DEVICE:-cuda}" --utility "$utility" 2>&1 | tee -a "$out/mbr_utilities.txt"
   done
 fi
 
