@@ -258,3 +258,19 @@ def test_a_full_disk_under_output_is_one_line_and_keeps_what_was_recorded(writte
     result = translate_into(checkpoint, output, source, "--resume")
     assert result.exit_code == 0 and json.loads(result.stdout)["translated"] == count_lines(source) - CHUNK
     assert output.read_bytes() == before
+
+
+def test_resume_continues_a_record_written_before_a_setting_existed(written, tmp_path):
+    """A setting nmtkit gained since (here: MBR's, epsilon, --confidence), at its default, leaves the lines as they
+    were: a record without it is continued; one that set it otherwise is refused."""
+    checkpoint, source, output, before = written
+    record = record_of(output)
+    saved = json.loads(record.read_text(encoding="utf-8"))
+    for key in ("decode.mbr", "decode.epsilon", "confidence"):
+        del saved["settings"][key]
+    record.write_text(json.dumps(saved), encoding="utf-8")
+    assert_error(translate_into(checkpoint, output, source, "--resume", "--mbr", "2"), "decode.mbr null")
+    assert output.read_bytes() == before
+    result = translate_into(checkpoint, output, source, "--resume")
+    assert result.exit_code == 0, result.stderr
+    assert output.read_bytes().startswith(before)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from nmtkit.config.sections import to_dict
+from nmtkit.config.sections import DecodeConfig, to_dict
 from nmtkit.data.files import digest_prefix, sha256_of, write_json_atomic
 from nmtkit.errors import NmtkitError
 from nmtkit.translate.stream import translate_stream
@@ -70,6 +70,8 @@ class Record:
         translate); cut what follows them. Returns the input lines kept."""
         saved = self.load()
         for key, value in self.settings.items():
+            if key not in saved["settings"] and added_default(key, value):
+                continue  # a setting nmtkit gained after the record was written, at its default: the same lines
             if saved["settings"].get(key) != value:
                 before = _shown(key, saved["settings"].get(key))
                 raise NmtkitError(f"--resume: {self.output} was translated with {before}; this run has "
@@ -121,6 +123,16 @@ class Record:
         write_json_atomic(self.path, {"settings": self.settings, "lines": self.lines, "bytes": self.bytes,
                                       "input_sha256": self.input_digest.hexdigest(),
                                       "output_sha256": self.output_digest.hexdigest()})
+
+
+def added_default(key: str, value: object) -> bool:
+    """Whether `value` is the run setting `key`'s default (a decode setting's `DecodeConfig` default; an output
+    option's None, false or empty), which a record written before the setting existed stands for."""
+    if key.startswith("decode."):
+        defaults = to_dict(DecodeConfig())
+        name = key.removeprefix("decode.")
+        return name in defaults and value == defaults[name]
+    return key not in ("model_sha256", "average", "pattern_set") and value in (None, False, "")
 
 
 def _shown(key: str, value) -> str:
