@@ -42,6 +42,13 @@ def test_a_plain_export_loads(tmp_path, proto):
     assert load_exported(export_dir(tmp_path, proto)).src_subword.proto == proto
 
 
+def test_language_tags_read_in_the_decoder_name_the_source_token_and_a_manifest_without_them_has_none(tmp_path, proto):
+    """An M2M100 or NLLB export's record (nmtkit/export/ctranslate2.py); older manifests lack it: BOS starts."""
+    assert load_exported(export_dir(tmp_path, proto)).source_token is None
+    record = {"where": "decoder", "decoder_start": 3, "source_token": 4}
+    assert load_exported(export_dir(tmp_path, proto, langs={"tags": {"de": 5}}, language_tags=record)).source_token == 4
+
+
 @pytest.mark.parametrize("name", ["../../etc/passwd", "/etc/passwd", "..", "", "sub/source.spm", 7, None])
 def test_a_subword_model_named_outside_the_directory_is_refused(tmp_path, proto, name):
     """`../../etc/passwd` was read and handed to SentencePiece (a traceback); now no such name is opened."""
@@ -101,6 +108,17 @@ def test_files_far_larger_than_any_export_are_read_no_further_than_the_bound(tmp
     ({"config": {"model": {}}}, "damaged export (KeyError"),
     ({"format": 2}, "has format 2"),
     ({"subword": "source.spm"}, "damaged export (TypeError"),
+    *[(changes, "its language_tags") for changes in (
+        {"langs": {"tags": {"de": 5}}, "language_tags": {"where": "decoder", "decoder_start": 3, "source_token": 14}},
+        {"langs": {"tags": {"de": 5}}, "language_tags": {"where": "decoder", "decoder_start": 3, "source_token": -1}},
+        {"langs": {"tags": {"de": 5}}, "language_tags": {"where": "decoder", "decoder_start": 3, "source_token": True}},
+        {"langs": {"tags": {"de": 5}}, "language_tags": {"where": "decoder", "decoder_start": 2, "source_token": 4}},
+        {"langs": {"tags": {"de": 5}}, "language_tags": {"where": "source", "decoder_start": 3, "source_token": 4}},
+        {"langs": {"tags": {"de": 5}}, "language_tags": {"where": "decoder", "decoder_start": 3, "source_token": 4,
+                                                         "more": 1}},
+        {"langs": {"tags": {"de": 5}}, "language_tags": "decoder"},
+        {"langs": {"tags": {"de": 5}}, "language_tags": ["x" * 10**6]},
+        {"langs": {"tags": {}}, "language_tags": {"where": "decoder", "decoder_start": 3, "source_token": 4}})],
 ])
 def test_a_damaged_manifest_is_a_one_line_error(tmp_path, proto, changes, needle):
     with pytest.raises(NmtkitError, match=needle.replace("(", r"\(")):

@@ -10,7 +10,7 @@ from pathlib import Path
 from nmtkit.config.sections import DecodeConfig
 from nmtkit.config.values import from_dict
 from nmtkit.data.lines import SMALL_FILE_BYTES
-from nmtkit.data.subword import Subword
+from nmtkit.data.subword import EOS, Subword
 from nmtkit.data.tags import checked_tag_ids
 from nmtkit.errors import NmtkitError
 
@@ -33,6 +33,9 @@ class ExportedModel:
     tags: dict[str, int] = field(default_factory=dict)  # a multilingual model's target languages and their tag ids
     shortlist: bool = False  # searched over a vocabulary shortlist (`nmtkit.export.shortlist`)
     placeholders: dict | None = None  # the checkpoint's placeholder masking (its training data's); None: none
+    # a model that reads its target-language tag in the decoder (M2M100, NLLB): the token its source reads in the
+    # tag's place; None: the decoder starts with BOS and the tag, if any, starts the source
+    source_token: int | None = None
 
 
 def is_exported(path: Path) -> bool:
@@ -89,6 +92,21 @@ def read_subword(directory: Path, name: object) -> Subword:
                           "again") from error
 
 
+def read_language_tags(directory: Path, info: dict, vocab_size: int, tags: dict[str, int]) -> int | None:
+    """The source token of nmtkit.json's `language_tags` (`nmtkit.export.ctranslate2.language_tags`); None for a
+    manifest without them (the decoder starts with BOS), a one-line error for any other."""
+    record = info.get("language_tags")
+    if record is None:
+        return None
+    token = record.get("source_token") if isinstance(record, dict) else None
+    if record != {"where": "decoder", "decoder_start": EOS, "source_token": token} or isinstance(token, bool) \
+            or not isinstance(token, int) or not 0 <= token < vocab_size or not tags:
+        raise NmtkitError(f"{directory} is a damaged export (its language_tags {str(record)[:200]!r} are not a "
+                          "source token of the vocabulary read with a decoder that starts with </s>, nor are "
+                          "there tags); export it again")
+    return token
+
+
 def load_exported(directory: Path) -> ExportedModel:
     """Read an exported directory's nmtkit.json and subword model(s); a foreign or damaged directory, or one whose
     nmtkit.json names files outside it, is a one-line error."""
@@ -112,6 +130,7 @@ def load_exported(directory: Path) -> ExportedModel:
     if shortlist:
         own_path(directory, VMAP, "shortlist")  # CTranslate2 reads it
     decode = from_dict(DecodeConfig, config.get("decode") or {}, "decode.")
+    source_token = read_language_tags(directory, info, src_subword.vocab_size, tags)
     return ExportedModel(directory, decode, max_positions, src_subword, tgt_subword,
                          (langs.get("src"), langs.get("tgt")), info.get("quantization", "?"), tags,
-                         shortlist, info.get("placeholders"))
+                         shortlist, info.get("placeholders"), source_token)
