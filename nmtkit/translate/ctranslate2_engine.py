@@ -26,6 +26,10 @@ K best overall); with a minimum length, the renormalized steps can rank beams ot
 length limit continues in nmtkit from the K best non-EOS of 2K candidates, in CTranslate2 from those within the top
 K (they differ when an EOS is among the top K one step before the limit); and with --coverage-penalty, a
 hypothesis cut at the limit keeps CTranslate2's score, whose coverage lacks the EOS step.
+An export of a model that reads its language tag in the decoder (M2M100, NLLB; `ctranslate2_model`) is searched
+with the tag as CTranslate2's target prefix, which CTranslate2 counts in |Y|: `sockeye` with beta 1 is its length
+penalty alpha (`decoder_tags_length_penalty`), and the sentences whose EOS it would hide at the first step after
+the prefix are searched as nmtkit searches them (`_eos_first`).
 An export with a vocabulary shortlist (`nmtkit export --shortlist`, `nmtkit.export.shortlist`) is searched with it
 (`use_vmap`): each step's softmax then covers the batch's candidate pieces only, so translations can differ from
 the full vocabulary's and scores are log-probabilities within the shortlist (except for a hypothesis rescored at
