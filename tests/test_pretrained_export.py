@@ -118,6 +118,7 @@ def test_the_export_records_how_the_decoder_starts_and_int8_translates(exported,
     info = json.loads((directory / "nmtkit.json").read_text())
     config = json.loads((directory / "config.json").read_text())
     source_token = info["config"]["model"]["source_token"]
+    assert info["format"] == 2
     assert info["language_tags"] == {"where": "decoder", "decoder_start": 3, "source_token": source_token}
     assert (config["decoder_start_token"], config["bos_token"], config["eos_token"]) == ("</s>", "<s>", "</s>")
     out = tmp_path / "int8"

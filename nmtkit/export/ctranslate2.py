@@ -48,7 +48,14 @@ from nmtkit.config.sections import to_dict
 from nmtkit.data.subword import BOS, EOS, PAD, UNK, Subword
 from nmtkit.errors import NmtkitError
 from nmtkit.models.transformer import GATED, DecoderLayer, EncoderLayer, Transformer
-from nmtkit.translate.exported import MANIFEST, MANIFEST_FORMAT, SOURCE_SUBWORD, TARGET_SUBWORD, VMAP
+from nmtkit.translate.exported import (
+    DECODER_TAGS_FORMAT,
+    MANIFEST,
+    MANIFEST_FORMAT,
+    SOURCE_SUBWORD,
+    TARGET_SUBWORD,
+    VMAP,
+)
 from nmtkit.version import __version__
 
 QUANTIZATIONS = ("float32", "int8", "int8_float32", "int8_float16", "int8_bfloat16", "float16", "bfloat16", "int16")
@@ -175,8 +182,9 @@ def decoder_tags(loaded: LoadedModel) -> bool:
 
 def language_tags(loaded: LoadedModel) -> dict:
     """nmtkit.json's `language_tags` of a model that reads its tag in the decoder (none for other models, whose
-    manifests are as they were): the decoder starts with `decoder_start` and reads the tag as CTranslate2's target
-    prefix; the source reads `source_token` where nmtkit's source has the tag (`ctranslate2_engine`)."""
+    manifests are as they were; with them, the manifest's format is `DECODER_TAGS_FORMAT`): the decoder starts with
+    `decoder_start` and reads the tag as CTranslate2's target prefix; the source reads `source_token` where nmtkit's
+    source has the tag (`nmtkit.translate.ctranslate2_model`)."""
     if not decoder_tags(loaded):
         return {}
     if not loaded.tags:
@@ -190,12 +198,14 @@ def manifest(loaded: LoadedModel, quantization: str, shortlist: dict | None = No
     import ctranslate2
 
     joint = loaded.src_subword is loaded.tgt_subword
-    return {"format": MANIFEST_FORMAT, "nmtkit_version": __version__, "ctranslate2_version": ctranslate2.__version__,
-            "quantization": quantization, "config": to_dict(loaded.config),
+    tags = language_tags(loaded)
+    return {"format": DECODER_TAGS_FORMAT if tags else MANIFEST_FORMAT, "nmtkit_version": __version__,
+            "ctranslate2_version": ctranslate2.__version__, "quantization": quantization,
+            "config": to_dict(loaded.config),
             "subword": {"src": SOURCE_SUBWORD, "tgt": SOURCE_SUBWORD if joint else TARGET_SUBWORD, "joint": joint},
             "langs": {"src": loaded.langs[0], "tgt": loaded.langs[1], "tags": dict(loaded.tags)},
             "placeholders": loaded.placeholders, **({"shortlist": shortlist} if shortlist else {}),
-            **language_tags(loaded)}
+            **tags}
 
 
 def current_umask() -> int:

@@ -15,6 +15,9 @@ from nmtkit.data.tags import checked_tag_ids
 from nmtkit.errors import NmtkitError
 
 MANIFEST, MANIFEST_FORMAT = "nmtkit.json", 1
+# an export whose `language_tags` change how CTranslate2 is called (M2M100, NLLB): a format an nmtkit that would
+# ignore the record refuses; every other export keeps format 1
+DECODER_TAGS_FORMAT = 2
 SOURCE_SUBWORD, TARGET_SUBWORD = "source.spm", "target.spm"
 VMAP = "vmap.txt"  # the vocabulary shortlist, in CTranslate2's format (`nmtkit.export.shortlist`)
 
@@ -77,9 +80,10 @@ def read_manifest(directory: Path) -> dict:
     except (UnicodeDecodeError, ValueError) as error:
         raise NmtkitError(f"{directory / MANIFEST} is damaged ({type(error).__name__}); export the model again") \
             from error
-    if not isinstance(info, dict) or info.get("format") != MANIFEST_FORMAT:
+    if not isinstance(info, dict) or info.get("format") not in (MANIFEST_FORMAT, DECODER_TAGS_FORMAT):
         found = info.get("format") if isinstance(info, dict) else None
-        raise NmtkitError(f"{directory / MANIFEST} has format {found}; this nmtkit reads format {MANIFEST_FORMAT}: "
+        raise NmtkitError(f"{directory / MANIFEST} has format {str(found)[:20]}; this nmtkit reads formats "
+                          f"{MANIFEST_FORMAT} and {DECODER_TAGS_FORMAT}: "
                           "export the checkpoint again")
     return info
 
@@ -96,6 +100,9 @@ def read_language_tags(directory: Path, info: dict, vocab_size: int, tags: dict[
     """The source token of nmtkit.json's `language_tags` (`nmtkit.export.ctranslate2.language_tags`); None for a
     manifest without them (the decoder starts with BOS), a one-line error for any other."""
     record = info.get("language_tags")
+    if (record is None) != (info["format"] == MANIFEST_FORMAT):
+        raise NmtkitError(f"{directory} is a damaged export (format {info['format']} with"
+                          f"{'out' if record is None else ''} language_tags); export it again")
     if record is None:
         return None
     token = record.get("source_token") if isinstance(record, dict) else None
