@@ -42,6 +42,15 @@ def test_a_plain_export_loads(tmp_path, proto):
     assert load_exported(export_dir(tmp_path, proto)).src_subword.proto == proto
 
 
+def test_language_tags_read_in_the_decoder_name_the_source_token_and_a_manifest_without_them_has_none(tmp_path, proto):
+    """An M2M100 or NLLB export's record (nmtkit/export/ctranslate2.py), in a manifest of format 2, which an nmtkit
+    that would ignore the record refuses; manifests of format 1 lack it: the decoder starts with BOS."""
+    assert load_exported(export_dir(tmp_path, proto)).source_token is None
+    record = {"where": "decoder", "decoder_start": 3, "source_token": 4}
+    tagged = export_dir(tmp_path, proto, format=2, langs={"tags": {"de": 5}}, language_tags=record)
+    assert load_exported(tagged).source_token == 4
+
+
 @pytest.mark.parametrize("name", ["../../etc/passwd", "/etc/passwd", "..", "", "sub/source.spm", 7, None])
 def test_a_subword_model_named_outside_the_directory_is_refused(tmp_path, proto, name):
     """`../../etc/passwd` was read and handed to SentencePiece (a traceback); now no such name is opened."""
@@ -99,8 +108,24 @@ def test_files_far_larger_than_any_export_are_read_no_further_than_the_bound(tmp
     ({"config": {"model": {"max_positions": 0}}}, "max_positions 0"),
     ({"config": {"model": {"max_positions": "many"}}}, "damaged export (ValueError"),
     ({"config": {"model": {}}}, "damaged export (KeyError"),
-    ({"format": 2}, "has format 2"),
+    ({"format": 3}, "has format 3"),
+    ({"format": "9" * 10**5}, "has format 99999999999999999999;"),
+    ({"format": 2}, "damaged export (format 2 without language_tags"),
+    ({"format": 1, "langs": {"tags": {"de": 5}}, "language_tags": {"where": "decoder", "decoder_start": 3,
+                                                                   "source_token": 4}},
+     "damaged export (format 1 with language_tags"),
     ({"subword": "source.spm"}, "damaged export (TypeError"),
+    *[({"format": 2, **changes}, "its language_tags") for changes in (
+        {"langs": {"tags": {"de": 5}}, "language_tags": {"where": "decoder", "decoder_start": 3, "source_token": 14}},
+        {"langs": {"tags": {"de": 5}}, "language_tags": {"where": "decoder", "decoder_start": 3, "source_token": -1}},
+        {"langs": {"tags": {"de": 5}}, "language_tags": {"where": "decoder", "decoder_start": 3, "source_token": True}},
+        {"langs": {"tags": {"de": 5}}, "language_tags": {"where": "decoder", "decoder_start": 2, "source_token": 4}},
+        {"langs": {"tags": {"de": 5}}, "language_tags": {"where": "source", "decoder_start": 3, "source_token": 4}},
+        {"langs": {"tags": {"de": 5}}, "language_tags": {"where": "decoder", "decoder_start": 3, "source_token": 4,
+                                                         "more": 1}},
+        {"langs": {"tags": {"de": 5}}, "language_tags": "decoder"},
+        {"langs": {"tags": {"de": 5}}, "language_tags": ["x" * 10**6]},
+        {"langs": {"tags": {}}, "language_tags": {"where": "decoder", "decoder_start": 3, "source_token": 4}})],
 ])
 def test_a_damaged_manifest_is_a_one_line_error(tmp_path, proto, changes, needle):
     with pytest.raises(NmtkitError, match=needle.replace("(", r"\(")):

@@ -9,7 +9,10 @@ between nmtkit and other toolkits, and so break their converters, are settled he
 - layer norm epsilon: torch's 1e-5 (CTranslate2 defaults to 1e-6); post-norm layers have no final stack norm.
 - vocabulary: the SentencePiece pieces in nmtkit id order (pad 0 `<pad>`, unk 1 `<unk>`, bos 2 `<s>`, eos 3
   `</s>`), so CTranslate2's ids are nmtkit's; `<unk>`, `<s>` and `</s>` are named as CTranslate2's specials.
-- decoder start token: `<s>` (BOS), as nmtkit's decoder starts.
+- decoder start token: `<s>` (BOS), as nmtkit's decoder starts; for a model that reads its target-language tag in
+  the decoder (`language_tags: decoder`, an imported M2M100 or NLLB model) `</s>`, as its decoder starts: the
+  engine then gives the tag as CTranslate2's target prefix and the source-language token in the tag's place in the
+  source, as CTranslate2's own M2M100 converter and its users do (nmtkit.json's `language_tags` says so).
 - source EOS: nmtkit appends EOS to every source; `add_source_eos` has CTranslate2 append `</s>` too, so anyone
   running the directory with CTranslate2 alone feeds the model the sequence it was trained on.
 - output layer: nmtkit's has no bias, tied to the target embedding or not; attention for the coverage penalty is
@@ -18,8 +21,9 @@ between nmtkit and other toolkits, and so break their converters, are settled he
   silu as CTranslate2's swish, and Marian's fixed output bias as the projection's bias. Marian's padding token,
   which nmtkit's search never proposes (`suppress_pad`) but keeps in the softmax, gets the bias that keeps
   it out of the softmax, as CTranslate2's own OPUS-MT converter removes it: scores differ by its probability
-  (none to speak of in a trained OPUS-MT model). A model that reads its language tag in the decoder (M2M100,
-  NLLB) is refused: nmtkit's CTranslate2 engine starts every decoder with BOS.
+  (none to speak of in a trained OPUS-MT model). M2M100 and NLLB: scaled embeddings, pre-norm with final stack
+  norms, and the table from row `position_offset` (the table nmtkit adds starts there), as CTranslate2's converter
+  writes `weights[offset:]`.
 
 The directory also holds the SentencePiece model(s) and `nmtkit.json` (config, languages, decode defaults, the
 placeholder masking of the training data, which translation applies by default), so it
@@ -44,7 +48,14 @@ from nmtkit.config.sections import to_dict
 from nmtkit.data.subword import BOS, EOS, PAD, UNK, Subword
 from nmtkit.errors import NmtkitError
 from nmtkit.models.transformer import GATED, DecoderLayer, EncoderLayer, Transformer
-from nmtkit.translate.exported import MANIFEST, MANIFEST_FORMAT, SOURCE_SUBWORD, TARGET_SUBWORD, VMAP
+from nmtkit.translate.exported import (
+    DECODER_TAGS_FORMAT,
+    MANIFEST,
+    MANIFEST_FORMAT,
+    SOURCE_SUBWORD,
+    TARGET_SUBWORD,
+    VMAP,
+)
 from nmtkit.version import __version__
 
 QUANTIZATIONS = ("float32", "int8", "int8_float32", "int8_float16", "int8_bfloat16", "float16", "bfloat16", "int16")
@@ -105,10 +116,6 @@ def check_exportable(model: nn.Module) -> None:
         name = getattr(getattr(model, "config", None), "name", type(model).__name__)
         raise NmtkitError(f"CTranslate2 runs Transformers only; the {name!r} model cannot be exported "
                           "(translate it with its checkpoint)")
-    if model.config.language_tags == "decoder":
-        raise NmtkitError("this model reads its target-language tag in the decoder (an imported M2M100 or NLLB "
-                          "model), which nmtkit's CTranslate2 engine does not start from; translate it with its "
-                          "checkpoint")
 
 
 def transformer_spec(model: Transformer):
@@ -160,7 +167,7 @@ def model_spec(loaded: LoadedModel):
     spec.register_source_vocabulary(source)
     spec.register_target_vocabulary(target)
     spec.config.unk_token, spec.config.bos_token, spec.config.eos_token = target[UNK], target[BOS], target[EOS]
-    spec.config.decoder_start_token = target[BOS]
+    spec.config.decoder_start_token = target[EOS if decoder_tags(loaded) else BOS]
     spec.config.add_source_eos = True
     spec.config.layer_norm_epsilon = LAYER_NORM_EPSILON
     if (source[UNK], source[EOS]) != (target[UNK], target[EOS]):
@@ -168,15 +175,37 @@ def model_spec(loaded: LoadedModel):
     return spec
 
 
+def decoder_tags(loaded: LoadedModel) -> bool:
+    """Whether the model reads its target-language tag in the decoder, after EOS (an imported M2M100 or NLLB)."""
+    return loaded.model.config.language_tags == "decoder"
+
+
+def language_tags(loaded: LoadedModel) -> dict:
+    """nmtkit.json's `language_tags` of a model that reads its tag in the decoder (none for other models, whose
+    manifests are as they were; with them, the manifest's format is `DECODER_TAGS_FORMAT`): the decoder starts with
+    `decoder_start` and reads the tag as CTranslate2's target prefix; the source reads `source_token` where nmtkit's
+    source has the tag (`nmtkit.translate.ctranslate2_model`)."""
+    if not decoder_tags(loaded):
+        return {}
+    if not loaded.tags:
+        raise NmtkitError("this model reads its target-language tag in the decoder but has no target-language tags; "
+                          "import it again")
+    return {"language_tags": {"where": "decoder", "decoder_start": EOS,
+                              "source_token": loaded.model.config.source_token}}
+
+
 def manifest(loaded: LoadedModel, quantization: str, shortlist: dict | None = None) -> dict:
     import ctranslate2
 
     joint = loaded.src_subword is loaded.tgt_subword
-    return {"format": MANIFEST_FORMAT, "nmtkit_version": __version__, "ctranslate2_version": ctranslate2.__version__,
-            "quantization": quantization, "config": to_dict(loaded.config),
+    tags = language_tags(loaded)
+    return {"format": DECODER_TAGS_FORMAT if tags else MANIFEST_FORMAT, "nmtkit_version": __version__,
+            "ctranslate2_version": ctranslate2.__version__, "quantization": quantization,
+            "config": to_dict(loaded.config),
             "subword": {"src": SOURCE_SUBWORD, "tgt": SOURCE_SUBWORD if joint else TARGET_SUBWORD, "joint": joint},
             "langs": {"src": loaded.langs[0], "tgt": loaded.langs[1], "tags": dict(loaded.tags)},
-            "placeholders": loaded.placeholders, **({"shortlist": shortlist} if shortlist else {})}
+            "placeholders": loaded.placeholders, **({"shortlist": shortlist} if shortlist else {}),
+            **tags}
 
 
 def current_umask() -> int:

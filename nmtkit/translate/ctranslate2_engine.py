@@ -26,6 +26,10 @@ K best overall); with a minimum length, the renormalized steps can rank beams ot
 length limit continues in nmtkit from the K best non-EOS of 2K candidates, in CTranslate2 from those within the top
 K (they differ when an EOS is among the top K one step before the limit); and with --coverage-penalty, a
 hypothesis cut at the limit keeps CTranslate2's score, whose coverage lacks the EOS step.
+An export of a model that reads its language tag in the decoder (M2M100, NLLB; `ctranslate2_model`) is searched
+with the tag as CTranslate2's target prefix, which CTranslate2 counts in |Y|: `sockeye` with beta 1 is its length
+penalty alpha (`decoder_tags_length_penalty`), and the sentences whose EOS it would hide at the first step after
+the prefix are searched as nmtkit searches them (`_eos_first`).
 An export with a vocabulary shortlist (`nmtkit export --shortlist`, `nmtkit.export.shortlist`) is searched with it
 (`use_vmap`): each step's softmax then covers the batch's candidate pieces only, so translations can differ from
 the full vocabulary's and scores are log-probabilities within the shortlist (except for a hypothesis rescored at
@@ -35,15 +39,14 @@ the length limit, which `score_batch` scores over the whole vocabulary).
 from __future__ import annotations
 
 import copy
-import os
 from collections.abc import Callable
 from itertools import groupby
 from pathlib import Path
 
 from nmtkit.config.sections import DecodeConfig
-from nmtkit.data.subword import EOS
 from nmtkit.decoding.hypotheses import Hypothesis, LengthPenalty, length_limits
 from nmtkit.errors import NmtkitError
+from nmtkit.translate.ctranslate2_model import CTranslate2Model
 from nmtkit.translate.engine import Capabilities, check_tags, override_decode
 from nmtkit.translate.exported import ExportedModel, load_exported
 
@@ -53,10 +56,14 @@ from nmtkit.translate.exported import ExportedModel, load_exported
 NO_LENGTH_PENALTY = 1e-30
 
 
-def ct2_length_penalty(decode: DecodeConfig) -> float:
-    """CTranslate2's length_penalty for nmtkit's beam-search ranking, or an error for one it has not."""
+def ct2_length_penalty(decode: DecodeConfig, decoder_tags: bool = False) -> float:
+    """CTranslate2's length_penalty for nmtkit's beam-search ranking, or an error for one it has not. With the tag
+    in the decoder (`decoder_tags`), CTranslate2 counts it in |Y|: `sockeye` with beta 1, (1 + |Y|)^alpha / 2^alpha,
+    ranks as its length_penalty alpha (the scores differ by the factor 2^alpha, `CTranslate2Engine.ct2_divisor`)."""
     if decode.word_penalty:
         raise NmtkitError("CTranslate2 has no word penalty; translate with the checkpoint for --word-penalty")
+    if decoder_tags:
+        return decoder_tags_length_penalty(decode)
     if decode.length_penalty == "average":
         return 1.0
     if decode.length_penalty == "sockeye" and decode.beta == 0:
@@ -68,9 +75,25 @@ def ct2_length_penalty(decode: DecodeConfig) -> float:
                       "counterpart; use none, average or sockeye with --beta 0, or translate with the checkpoint")
 
 
-def search_options(decode: DecodeConfig) -> dict:
+def decoder_tags_length_penalty(decode: DecodeConfig) -> float:
+    """`ct2_length_penalty` of a model that reads its target-language tag in the decoder (M2M100, NLLB)."""
+    if decode.coverage_penalty:
+        raise NmtkitError("an exported M2M100 or NLLB model has no --coverage-penalty (CTranslate2 counts the "
+                          "attention of its language tag's step); translate with the checkpoint")
+    if decode.length_penalty == "sockeye" and decode.beta == 1:
+        return decode.alpha
+    if decode.length_penalty == "none":
+        return NO_LENGTH_PENALTY
+    beta = f" with --beta {decode.beta}" if decode.length_penalty == "sockeye" else ""
+    raise NmtkitError(f"CTranslate2 counts an M2M100 or NLLB model's language tag in |Y|: --length-penalty "
+                      f"{decode.length_penalty}{beta} has no counterpart; use none or sockeye with --beta 1 (the "
+                      "import's default), or translate with the checkpoint")
+
+
+def search_options(decode: DecodeConfig, decoder_tags: bool = False) -> dict:
     """translate_batch options that search as nmtkit's settings do (see the module docstring); errors for the
-    settings CTranslate2 cannot follow. The length limits are set per group of sentences (`CTranslate2Search`)."""
+    settings CTranslate2 cannot follow (`decoder_tags`: the model reads its language tag in the decoder). The length
+    limits are set per group of sentences (`CTranslate2Search`)."""
     if decode.dtype != "float32":
         raise NmtkitError("an exported model computes in the precision it was exported in; --fp16/--bf16 apply to "
                           "checkpoints (export with --quantization float16 or bfloat16 instead)")
@@ -87,7 +110,7 @@ def search_options(decode: DecodeConfig) -> dict:
         raise NmtkitError("CTranslate2 ends a sentence with beam-size hypotheses only; --stop-finished needs the "
                           "checkpoint")
     return {**options, "beam_size": decode.beam, "num_hypotheses": decode.beam,
-            "length_penalty": ct2_length_penalty(decode), "coverage_penalty": decode.coverage_penalty}
+            "length_penalty": ct2_length_penalty(decode, decoder_tags), "coverage_penalty": decode.coverage_penalty}
 
 
 # CTranslate2 4.x wheels are built with CUDA 12 and load its cuBLAS by this name when they first compute on a GPU.
@@ -173,80 +196,6 @@ def load_engine(directory: Path, device: str, threads: int, inter_threads: int, 
     return CTranslate2Engine(exported, settings, device, threads, inter_threads)
 
 
-class CTranslate2Model:
-    """A loaded CTranslate2 translator, called with nmtkit's subword ids as its pieces.
-
-    On a CPU it runs one worker of one thread per thread by default (`inter_threads` 0): CTranslate2 spreads every
-    operation of a search over its intra-op threads, and for the few rows of a decoding step the threads' wake-ups
-    cost more than they share. Measured on a 2-core Intel Xeon (family 6 model 207, int8 export of the messages
-    teacher, beam 5): one thread searched a batch of 1, 8, 64 and 256 messages in 8, 48, 454 and 3,704 ms, two
-    threads in 90, 267, 522 and 4,072 ms; the 1,000 test messages took 11.0-11.9 s with one worker of two threads
-    and 3.4-3.8 s with two of one (docs/export-serve.md)."""
-
-    def __init__(self, exported: ExportedModel, device: str, threads: int, inter_threads: int):
-        import ctranslate2
-
-        src, tgt = exported.src_subword.processor, exported.tgt_subword.processor
-        self.src_pieces = [src.id_to_piece(index) for index in range(src.get_piece_size())]
-        self.tgt_pieces = [tgt.id_to_piece(index) for index in range(tgt.get_piece_size())]
-        self.tgt_ids = {piece: index for index, piece in enumerate(self.tgt_pieces)}
-        self.eos_piece = tgt.id_to_piece(EOS)
-        self.device, index = ct2_device(device)
-        self.device_index = index
-        if inter_threads < 0:
-            raise NmtkitError(f"--inter-threads must be at least 0 (got {inter_threads})")
-        total = threads if threads > 0 else os.cpu_count() or 1
-        self.inter_threads = inter_threads or (total if self.device == "cpu" else 1)
-        self.intra_threads = max(1, total // self.inter_threads)
-        try:
-            self.translator = ctranslate2.Translator(str(exported.directory), device=self.device, device_index=index,
-                                                     inter_threads=self.inter_threads, intra_threads=self.intra_threads)
-        except (RuntimeError, ValueError) as error:
-            raise NmtkitError(f"CTranslate2 cannot load {exported.directory}: {error}") from error
-
-    def pieces(self, sources: list[list[int]]) -> list[list[str]]:
-        return [[self.src_pieces[index] for index in ids] for ids in sources]
-
-    def translate(self, tokens: list[list[str]], limit: int, min_len: int,
-                  options: dict) -> list[tuple[list[list[str]], list]]:
-        """(hypotheses, scores) of each source; nmtkit ends a sentence of limit 1 with EOS at once."""
-        if limit <= 1:
-            return [([[]], [0.0]) for _ in tokens]
-        try:
-            results = self.translator.translate_batch(tokens, max_decoding_length=limit - 1,
-                                                      min_decoding_length=min_len, **options)
-        except RuntimeError as error:  # a CUDA library missing or out of memory: one line, not a traceback
-            raise NmtkitError(f"CTranslate2 failed to translate on {self.device}: {error}") from error
-        return [(result.hypotheses, result.scores) for result in results]
-
-    def attention(self, sources: list[list[str]], targets: list[list[str]]) -> list[list[list[float]]]:
-        """The attention of each target piece over the source pieces, the target forced as a prefix (and one step
-        beyond it, whose row is CTranslate2's to choose)."""
-        try:
-            results = self.translator.translate_batch(
-                sources, target_prefix=targets, return_attention=True, beam_size=1, max_input_length=0,
-                max_decoding_length=max(map(len, targets), default=0) + 1)
-        except RuntimeError as error:
-            raise NmtkitError(f"CTranslate2 failed to translate on {self.device}: {error}") from error
-        return [result.attention[0] for result in results]
-
-    def score(self, sources: list[list[str]], targets: list[list[str]]) -> list[float]:
-        """log P(targets + EOS | sources), teacher-forced by CTranslate2 (which appends the EOS to a target that
-        has none)."""
-        return [sum(log_probs) for log_probs in self.token_log_probs(sources, targets)]
-
-    def token_log_probs(self, sources: list[list[str]], targets: list[list[str]]) -> list[list[float]]:
-        """log p of each target piece and of the EOS CTranslate2 appends, teacher-forced."""
-        if not sources:
-            return []
-        targets = [pieces[:-1] if pieces[-1:] == [self.eos_piece] else pieces for pieces in targets]
-        try:
-            results = self.translator.score_batch(sources, targets, max_input_length=0)
-        except RuntimeError as error:
-            raise NmtkitError(f"CTranslate2 failed to score on {self.device}: {error}") from error
-        return [list(result.log_probs) for result in results]
-
-
 class CTranslate2Engine:
     """Searches batches of subword ids with CTranslate2 and returns nmtkit Hypotheses (`nmtkit.decoding.search`)."""
 
@@ -260,13 +209,14 @@ class CTranslate2Engine:
                  inter_threads: int = 1):
         self.loaded = exported
         self.configure(decode)
-        self.max_source = exported.max_positions - 1  # EOS takes a position
-        self.model = CTranslate2Model(exported, device, threads, inter_threads)
+        # EOS takes a position; with the tag in the decoder, EOS takes the decoder's first (as in the checkpoint)
+        self.max_source = exported.max_positions - (1 if exported.source_token is None else 2)
+        self.model = CTranslate2Model(exported, ct2_device(device), threads, inter_threads)
 
     def configure(self, decode: DecodeConfig) -> None:
         import ctranslate2
 
-        self.options, self.decode = search_options(decode), decode
+        self.options, self.decode = search_options(decode, self.loaded.source_token is not None), decode
         if self.loaded.shortlist:
             self.options["use_vmap"] = True
         self.length_penalty = LengthPenalty(decode.length_penalty, decode.alpha, decode.beta)
@@ -369,7 +319,40 @@ class CTranslate2Engine:
         return [nmtkit_room(hyps, self.options["beam_size"]) for hyps in found] if self.beam_search else found
 
     def _translate(self, tokens: list[list[str]], limit: int, **options) -> list[tuple[list[list[str]], list]]:
-        return self.model.translate(tokens, limit, min(self.decode.min_len, limit - 1), {**self.options, **options})
+        options, min_len = {**self.options, **options}, min(self.decode.min_len, limit - 1)
+        if not (self.beam_search and self.model.decoder_tags and min_len == 0 and limit > 1):
+            return self.model.translate(tokens, limit, min_len, options)
+        hidden = self.model.eos_hidden(tokens, options["beam_size"], options.get("use_vmap", False))
+        results: list = [None] * len(tokens)
+        for flag in (False, True):
+            rows = [row for row, value in enumerate(hidden) if value is flag]
+            sources = [tokens[row] for row in rows]
+            if rows:
+                found = self._eos_first(sources, limit, options) if flag else \
+                    self.model.translate(sources, limit, 0, options)
+                for row, result in zip(rows, found):
+                    results[row] = result
+        return results
+
+    def _eos_first(self, tokens: list[list[str]], limit: int, options: dict) -> list[tuple[list[list[str]], list]]:
+        """The beam search of sentences whose EOS CTranslate2 hides at their first step (`eos_hidden`) as nmtkit's
+        goes: the empty hypothesis finishes there and takes a place of the beam's, and the K best other tokens go
+        on. CTranslate2 goes on from those when EOS is barred at that step (a minimum length of 1), with scores
+        that lack log p(not EOS), so the finished hypotheses are scored again (`CTranslate2Model.score`) and given
+        CTranslate2's meaning (divided by its `ct2_divisor`)."""
+        beam = options["beam_size"]
+        room = round(beam * options.get("patience", 1.0)) - 1  # finished hypotheses beside the empty one
+        found = self.model.translate(tokens, limit, 1, {**options, "patience": room / beam,
+                                                        "num_hypotheses": min(options["num_hypotheses"], room)})
+        eos = self.model.eos_piece
+        ended = [(row, rank) for row, (hypotheses, _) in enumerate(found) for rank, pieces in enumerate(hypotheses)
+                 if pieces[-1:] == [eos]]
+        log_probs = self.model.score([tokens[row] for row, _ in ended], [found[row][0][rank] for row, rank in ended])
+        for (row, rank), log_prob in zip(ended, log_probs):
+            found[row][1][rank] = log_prob / self.ct2_divisor(len(found[row][0][rank]) + 1)
+        empty = self.model.score(tokens, [[] for _ in tokens])
+        return [([[eos], *hypotheses], [log_prob / self.ct2_divisor(2), *scores])
+                for (hypotheses, scores), log_prob in zip(found, empty)]
 
     def finished_at_limit(self, tokens: list[list[str]], limit: int) -> list[tuple[list[list[str]], list]]:
         """Every hypothesis the beam search of these sentences finished. Each reached the length limit, so it had
@@ -386,13 +369,20 @@ class CTranslate2Engine:
         then a beam-search score of nmtkit's ranking (with a coverage penalty, CTranslate2's score is kept: the
         coverage of a cut hypothesis lacks the EOS step)."""
         pieces = pieces[:-1] if pieces[-1:] == [self.model.eos_piece] else pieces
-        if log_prob is None:  # ended with EOS: CTranslate2's score means what nmtkit's does
+        if log_prob is None and self.beam_search and self.model.decoder_tags:  # CTranslate2 counted the tag in |Y|
+            log_prob = score * self.ct2_divisor(len(pieces) + 2)
+            score = self.length_penalty(log_prob, len(pieces) + 1)
+        elif log_prob is None:  # ended with EOS: CTranslate2's score means what nmtkit's does
             log_prob = score * self.length_penalty.divisor(len(pieces) + 1) if self.beam_search else score
         elif not self.beam_search:
             score = log_prob
         elif not self.decode.coverage_penalty:
             score = self.length_penalty(log_prob, len(pieces) + 1)
         return Hypothesis([self.model.tgt_ids[piece] for piece in pieces], score, log_prob)
+
+    def ct2_divisor(self, length: int) -> float:
+        """What CTranslate2 divided the log-probability of a hypothesis of `length` steps by: length^alpha."""
+        return float(length) ** self.options["length_penalty"]
 
     def token_log_probs(self, sources: list[list[int]], targets: list[list[int]]) -> list[list[float]]:
         pieces = self.model.tgt_pieces

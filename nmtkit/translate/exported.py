@@ -10,11 +10,14 @@ from pathlib import Path
 from nmtkit.config.sections import DecodeConfig
 from nmtkit.config.values import from_dict
 from nmtkit.data.lines import SMALL_FILE_BYTES
-from nmtkit.data.subword import Subword
+from nmtkit.data.subword import EOS, Subword
 from nmtkit.data.tags import checked_tag_ids
 from nmtkit.errors import NmtkitError
 
 MANIFEST, MANIFEST_FORMAT = "nmtkit.json", 1
+# an export whose `language_tags` change how CTranslate2 is called (M2M100, NLLB): a format an nmtkit that would
+# ignore the record refuses; every other export keeps format 1
+DECODER_TAGS_FORMAT = 2
 SOURCE_SUBWORD, TARGET_SUBWORD = "source.spm", "target.spm"
 VMAP = "vmap.txt"  # the vocabulary shortlist, in CTranslate2's format (`nmtkit.export.shortlist`)
 
@@ -33,6 +36,9 @@ class ExportedModel:
     tags: dict[str, int] = field(default_factory=dict)  # a multilingual model's target languages and their tag ids
     shortlist: bool = False  # searched over a vocabulary shortlist (`nmtkit.export.shortlist`)
     placeholders: dict | None = None  # the checkpoint's placeholder masking (its training data's); None: none
+    # a model that reads its target-language tag in the decoder (M2M100, NLLB): the token its source reads in the
+    # tag's place; None: the decoder starts with BOS and the tag, if any, starts the source
+    source_token: int | None = None
 
 
 def is_exported(path: Path) -> bool:
@@ -74,9 +80,10 @@ def read_manifest(directory: Path) -> dict:
     except (UnicodeDecodeError, ValueError) as error:
         raise NmtkitError(f"{directory / MANIFEST} is damaged ({type(error).__name__}); export the model again") \
             from error
-    if not isinstance(info, dict) or info.get("format") != MANIFEST_FORMAT:
+    if not isinstance(info, dict) or info.get("format") not in (MANIFEST_FORMAT, DECODER_TAGS_FORMAT):
         found = info.get("format") if isinstance(info, dict) else None
-        raise NmtkitError(f"{directory / MANIFEST} has format {found}; this nmtkit reads format {MANIFEST_FORMAT}: "
+        raise NmtkitError(f"{directory / MANIFEST} has format {str(found)[:20]}; this nmtkit reads formats "
+                          f"{MANIFEST_FORMAT} and {DECODER_TAGS_FORMAT}: "
                           "export the checkpoint again")
     return info
 
@@ -87,6 +94,24 @@ def read_subword(directory: Path, name: object) -> Subword:
     except RuntimeError as error:  # SentencePiece refuses bytes that are not a model
         raise NmtkitError(f"{directory} is a damaged export ({name} is not a SentencePiece model); export it "
                           "again") from error
+
+
+def read_language_tags(directory: Path, info: dict, vocab_size: int, tags: dict[str, int]) -> int | None:
+    """The source token of nmtkit.json's `language_tags` (`nmtkit.export.ctranslate2.language_tags`); None for a
+    manifest without them (the decoder starts with BOS), a one-line error for any other."""
+    record = info.get("language_tags")
+    if (record is None) != (info["format"] == MANIFEST_FORMAT):
+        raise NmtkitError(f"{directory} is a damaged export (format {info['format']} with"
+                          f"{'out' if record is None else ''} language_tags); export it again")
+    if record is None:
+        return None
+    token = record.get("source_token") if isinstance(record, dict) else None
+    if record != {"where": "decoder", "decoder_start": EOS, "source_token": token} or isinstance(token, bool) \
+            or not isinstance(token, int) or not 0 <= token < vocab_size or not tags:
+        raise NmtkitError(f"{directory} is a damaged export (its language_tags {str(record)[:200]!r} are not a "
+                          "source token of the vocabulary read with a decoder that starts with </s>, nor are "
+                          "there tags); export it again")
+    return token
 
 
 def load_exported(directory: Path) -> ExportedModel:
@@ -112,6 +137,7 @@ def load_exported(directory: Path) -> ExportedModel:
     if shortlist:
         own_path(directory, VMAP, "shortlist")  # CTranslate2 reads it
     decode = from_dict(DecodeConfig, config.get("decode") or {}, "decode.")
+    source_token = read_language_tags(directory, info, src_subword.vocab_size, tags)
     return ExportedModel(directory, decode, max_positions, src_subword, tgt_subword,
                          (langs.get("src"), langs.get("tgt")), info.get("quantization", "?"), tags,
-                         shortlist, info.get("placeholders"))
+                         shortlist, info.get("placeholders"), source_token)
