@@ -56,8 +56,8 @@ def test_a_bad_nbest_file_is_an_error_naming_the_line(tmp_path, text, needle):
 
 
 def test_a_hypothesis_holding_the_separator_comes_back_whole(tmp_path):
-    nbest = write(tmp_path / "nbest", "0 ||| a ||| b ||| -1.5\n1 |||  ||| -0.1\n")
-    assert read_nbest(nbest, 2) == [["a ||| b"], [""]]
+    nbest = write(tmp_path / "nbest", "0 ||| a ||| b ||| -1.5\n1 |||  ||| -0.1\n1 ||| a ||| ||| -2\n")
+    assert read_nbest(nbest, 2) == [["a ||| b"], ["", "a |||"]]
 
 
 def test_through_the_command_line(tmp_path):
@@ -89,3 +89,49 @@ def test_through_the_command_line(tmp_path):
                  "unknown metric 'comet'")
     short = write(tmp_path / "short", "the then\n")
     assert_error(nmtkit("best-of", "--nbest", str(nbest), "--ref", str(short)), "beyond the 1 references")
+
+
+NBEST_FAMILIES = {
+    "separators": lambda n: "0 ||| " + " ||| ".join(["a"] * n) + " ||| -1\n",
+    "many hypotheses": lambda n: "".join(f"0 ||| a b {i} ||| -1\n" for i in range(n)),
+    "long hypothesis": lambda n: "0 ||| " + "x" * n + " ||| -1\n",
+    "digits": lambda n: "0" * n + " ||| a ||| -1\n",
+}
+
+
+@pytest.mark.parametrize("family", sorted(NBEST_FAMILIES))
+def test_reading_an_nbest_file_takes_linear_time(tmp_path, family):
+    from scaling import assert_linear
+
+    def read(text: str) -> None:
+        path = tmp_path / "nbest"
+        path.write_text(text, encoding="utf-8")
+        try:
+            read_nbest(path, 1)
+        except NmtkitError:
+            pass
+
+    assert_linear(read, NBEST_FAMILIES[family], name=family)
+
+
+def test_an_nbest_line_over_the_cap_is_an_error_read_no_further(tmp_path):
+    path = write(tmp_path / "nbest", "0 ||| " + "x" * (2 << 20) + " ||| -1\n")
+    with pytest.raises(NmtkitError, match=":1: line longer than"):
+        read_nbest(path, 1)
+
+
+def test_hypotheses_come_back_byte_for_byte(tmp_path):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r"), max_size=30)
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.lists(st.lists(text, min_size=1, max_size=3), min_size=1, max_size=4))
+    def round_trip(nbest):
+        lines = "".join(f"{i} ||| {hyp} ||| -1.0\n" for i, hyps in enumerate(nbest) for hyp in hyps)
+        path = tmp_path / "nbest"
+        path.write_bytes(lines.encode("utf-8"))
+        assert read_nbest(path, len(nbest)) == nbest
+
+    round_trip()

@@ -37,15 +37,17 @@ def read_scored_nbest(path: Path, lines: int) -> tuple[list[list[str]], list[lis
     scores: list[list[str]] = [[] for _ in range(lines)]
     current = 0
     for number, text in enumerate(iter_lines(path), 1):
-        fields = text.split(SEPARATOR)
-        if len(fields) < 3 or not (fields[0].isascii() and fields[0].isdigit()):
+        head, _, score = text.rpartition(SEPARATOR)  # the line number before the first separator, the score after
+        field, separated, hypothesis = head.partition(SEPARATOR)  # the last: the hypothesis may hold one
+        if not separated or not (field.isascii() and field.isdigit()):
             raise NmtkitError(f"{path}:{number}: not an n-best line 'i ||| hypothesis ||| score' (translate --nbest)")
-        index = int(fields[0])
+        index = int(field) if len(field) <= 18 else lines  # more digits than any line count: beyond it
         if not current <= index < lines:
-            raise NmtkitError(f"{path}:{number}: line number {index} out of order or beyond the {lines} references")
+            raise NmtkitError(f"{path}:{number}: line number {field[:20]} out of order or beyond the {lines} "
+                              "references")
         current = index
-        found[index].append(SEPARATOR.join(fields[1:-1]))
-        scores[index].append(fields[-1])
+        found[index].append(hypothesis)
+        scores[index].append(score)
     missing = [index for index, hyps in enumerate(found) if not hyps]
     if missing:
         raise NmtkitError(f"{path}: no hypothesis for line {missing[0]} ({len(missing)} lines without one); "
