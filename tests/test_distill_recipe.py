@@ -194,6 +194,21 @@ def test_students_export_with_the_shortlist_setting_and_the_teacher_is_timed_wit
         {("10", "100")}
 
 
+def test_original_0_skips_the_student_on_the_original_pairs_alone_and_its_row(tmp_path):
+    calls = run_recipe(tmp_path, ORIGINAL="0")
+    trains = [call for call in calls if call[:2] == ["nmtkit", "train"]]
+    assert [Path(option(call, "--out")).name for call in trains] == ["student-tiny"]
+    report = next(call for call in calls if call[0] == "python")
+    assert not any("original data only" in argument for argument in report)
+
+
+@pytest.mark.parametrize("value", ["2", "yes", "-1"])
+def test_original_other_than_0_or_1_is_a_one_line_error_before_anything_runs(tmp_path, value):
+    with pytest.raises(AssertionError, match=r"error: ORIGINAL is 0 or 1"):
+        run_recipe(tmp_path, ORIGINAL=value)
+    assert not (tmp_path / "calls.log").exists()
+
+
 def test_a_shortlist_setting_of_one_number_is_a_one_line_error(tmp_path):
     with pytest.raises(AssertionError, match=r"error: SHORTLIST takes two numbers, .* \(got '20'\)"):
         run_recipe(tmp_path, SHORTLIST="20")

@@ -186,6 +186,10 @@ class TrainConfig:
     weight_decay: float = option(0.1, "AdamW weight decay, on every weight (0.1: the Bible recipe's, "
                                       "recipes/bible/README.md)")
     label_smoothing: float = option(0.1, "label smoothing epsilon")
+    ema: float = option(
+        0.0, "keep an exponential moving average of the weights with this decay (e.g. 0.999; ramped up over the first "
+        "updates): validation, model.pt and the kept checkpoints hold the average, last.pt both (0 = off)",
+        low=0.0, high=0.999999)
     dropout_from: float = option(
         0.0, "late dropout (Liu et al. 2023): the model's dropout is off until this fraction of the budget "
         "(max_steps or max_time, whichever is further) is spent, then on at the model's rates; 0 = from the start")

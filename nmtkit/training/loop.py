@@ -21,6 +21,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.runtime.device import StopSignals, set_threads
 from nmtkit.runtime.distributed import World, init_world, leave_world
 from nmtkit.training.amp import configured_precision, settle_precision
+from nmtkit.training.ema import weight_average
 from nmtkit.training.mix import batch_order
 from nmtkit.training.run_log import RunLog
 from nmtkit.training.setup import set_up
@@ -85,8 +86,10 @@ class Trainer:
         self.setup = setup = set_up(config, data_dir, out_dir, world)
         self.progress = progress = Progress()
         self.updater = updater = Updater(setup, progress, precision)
-        self.checkpoints = Checkpoints(setup, progress, updater.optimizer, updater.scheduler, updater.scaler)
-        self.validator = Validator(setup, progress, self.checkpoints, self.write_metrics)
+        self.average = weight_average(setup.model, config.train.ema)
+        self.checkpoints = Checkpoints(setup, progress, updater.optimizer, updater.scheduler, updater.scaler,
+                                       self.average)
+        self.validator = Validator(setup, progress, self.checkpoints, self.write_metrics, self.average)
         self.batches = batch_order(setup.train_data, config.train, world, progress, data_dir, setup.subwords)
         self.run_log: RunLog | None = None
         if world.rank > 0:  # the same initial weights everywhere, then each process its own dropout masks
@@ -118,6 +121,8 @@ class Trainer:
     def _train_one(self, batches: list[Batch], tokens: float, weight: float, window: dict) -> dict | None:
         started = time.monotonic()
         stats = self.updater.update(batches, tokens, weight)
+        if stats is not None and self.average is not None:
+            self.average.update(self.progress.step + 1)
         seconds = time.monotonic() - started
         if stats is None:
             return None

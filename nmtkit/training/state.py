@@ -20,6 +20,7 @@ from nmtkit.checkpoint.payload import (
     truncate_metrics,
 )
 from nmtkit.errors import NmtkitError
+from nmtkit.training.ema import WeightAverage
 from nmtkit.training.finetune import check_start, read_start
 from nmtkit.training.setup import RunSetup
 
@@ -56,13 +57,17 @@ class Checkpoints:
     loss scaler and the progress."""
 
     def __init__(self, setup: RunSetup, progress: Progress, optimizer: torch.optim.Optimizer,
-                 scheduler: torch.optim.lr_scheduler.LRScheduler, scaler: torch.amp.GradScaler):
+                 scheduler: torch.optim.lr_scheduler.LRScheduler, scaler: torch.amp.GradScaler,
+                 average: WeightAverage | None = None):
         self.setup, self.progress = setup, progress
-        self.optimizer, self.scheduler, self.scaler = optimizer, scheduler, scaler
+        self.optimizer, self.scheduler, self.scaler, self.average = optimizer, scheduler, scaler, average
 
     def train_state(self, rng: list[dict]) -> dict:
-        return {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
-                "scaler": self.scaler.state_dict(), "progress": vars(self.progress), "rng": rng}
+        state = {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+                 "scaler": self.scaler.state_dict(), "progress": vars(self.progress), "rng": rng}
+        if self.average is not None:
+            state["weight_average"] = self.average.state_dict()
+        return state
 
     def save(self, name: str, train_state: dict | None = None) -> None:
         setup = self.setup
@@ -110,6 +115,11 @@ class Checkpoints:
         if "scaler" in state:
             self.scaler.load_state_dict(state["scaler"])
         self.progress.restore(state["progress"])
+        if self.average is not None:
+            try:
+                self.average.load_state_dict(state.get("weight_average"))
+            except ValueError as error:
+                raise NmtkitError(f"{error}; resume with the config of the run") from error
         states = state.get("rng") or [{"torch": state["torch_rng"], "cuda": state.get("cuda_rng")}]
         rank = self.setup.world.rank
         if rank < len(states):

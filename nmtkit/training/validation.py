@@ -7,6 +7,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 
 import sacrebleu
@@ -18,6 +19,7 @@ from nmtkit.data.corpus import read_lines
 from nmtkit.data.dataset import ParallelData
 from nmtkit.decoding.inputs import Request
 from nmtkit.metrics.tokenize import default_tokenizer
+from nmtkit.training.ema import WeightAverage
 from nmtkit.training.objectives import label_smoothed_nll
 from nmtkit.training.setup import RunSetup
 from nmtkit.training.state import Checkpoints, Progress
@@ -83,8 +85,9 @@ class Validator:
     improvement (patience)."""
 
     def __init__(self, setup: RunSetup, progress: Progress, checkpoints: Checkpoints,
-                 write_metrics: Callable[[dict], None]):
+                 write_metrics: Callable[[dict], None], average: WeightAverage | None = None):
         self.setup, self.progress, self.checkpoints, self.write_metrics = setup, progress, checkpoints, write_metrics
+        self.average = average
         self.last_validated = 0
 
     def dev_scores(self) -> tuple[float, float]:
@@ -98,7 +101,8 @@ class Validator:
         """Validate (rank 0), save model.pt when best and last.pt; on every process, True when patience ran out."""
         self.last_validated = self.progress.step
         if self.setup.world.is_main:
-            self._validate_and_keep_best()
+            with self.average.swapped_in() if self.average is not None else nullcontext():
+                self._validate_and_keep_best()  # the average (train.ema) is validated and kept as model.pt
         self.checkpoints.save_last()
         patience = self.setup.config.train.patience
         return self.setup.world.main_decides(patience > 0 and self.progress.bad_validations >= patience)

@@ -24,7 +24,8 @@
 #      of each training line and the one closest to the reference by chrF is kept, nmtkit best-of; DATA and OUT
 #      default to directories of their own, suffix -bestN, so the table compares with the run without). MONO (a
 #      file of extra source-language text, one sentence a line: the teacher translates it too, and the students
-#      learn from it as a third corpus, "monolingual").
+#      learn from it as a third corpus, "monolingual"). ORIGINAL (1; 0 skips the first student's second training on
+#      the original pairs alone, e.g. when another run of the recipe has measured it already).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 smoke=${SMOKE:-0}
@@ -32,6 +33,8 @@ bible=${BIBLE:-data/bible}
 raw=${RAW:-$bible/raw}
 src=${SRC_LANG:-es} tgt=${TGT_LANG:-en}
 best_of=${BEST_OF:-0}
+original=${ORIGINAL:-1}
+[[ "$original" =~ ^[01]$ ]] || { echo "error: ORIGINAL is 0 or 1 (got '$original')" >&2; exit 1; }
 suffix=""
 [ "$best_of" -gt 1 ] && suffix=-best$best_of
 data=${DATA:-data/distill-$src-$tgt$suffix}
@@ -190,14 +193,16 @@ for student in $students; do
   train "$student$variant" "$here/$student.yaml" "$mix"
   first=${first:-$student}
 done
-mkdir -p "$out/$first$variant-original"
-train "$first$variant-original" "$here/$first.yaml" "{original: 1}"
+if [ "$original" = 1 ]; then
+  mkdir -p "$out/$first$variant-original"
+  train "$first$variant-original" "$here/$first.yaml" "{original: 1}"
+fi
 
 rows=(--row "teacher (PyTorch)=$teacher")
 [ ${#teachers[@]} -eq 1 ] && rows+=(--row "teacher int8=$out/teacher-int8")
 [ -n "$variant" ] && [ ${#teachers[@]} -eq 1 ] && rows+=(--row "teacher int8 + shortlist=$out/teacher-int8-shortlist")
 for student in $students; do rows+=(--row "$student$variant int8 + shortlist=$out/$student$variant-int8"); done
-rows+=(--row "$first$variant int8 + shortlist, original data only=$out/$first$variant-original-int8")
+[ "$original" = 1 ] && rows+=(--row "$first$variant int8 + shortlist, original data only=$out/$first$variant-original-int8")
 python "$here/report.py" --src "$raw/test.$src" --ref "$raw/test.$tgt" --lines "$test_lines" --lang "$tgt" \
   --test-name "${TEST_NAME:-Acts, KJV reference}" --filter "$data/filter.json" --out "$tables" "${rows[@]}" \
   | tee "$tables/results.md"
