@@ -128,6 +128,35 @@ def test_linear_decay_needs_a_budget():
         linear_to_budget(warmup=10, max_steps=0, max_time=0)
 
 
+def test_wsd_holds_the_peak_then_decays_linearly_to_zero_over_the_cooldown():
+    factor = linear_to_budget(warmup=10, max_steps=100, max_time=0, cooldown=0.2)
+    assert factor(5, 0.0) == pytest.approx(0.5)  # warmup
+    assert [factor(step, 0.0) for step in (10, 50, 79)] == [1.0, 1.0, 1.0]  # stable
+    assert factor(80, 0.0) == pytest.approx(1.0)  # the cool-down starts
+    assert factor(90, 0.0) == pytest.approx(0.5) and factor(100, 0.0) == 0.0 and factor(150, 0.0) == 0.0
+    by_time = linear_to_budget(warmup=0, max_steps=0, max_time=1000.0, cooldown=0.1)
+    assert by_time(7, 850.0) == 1.0 and by_time(7, 950.0) == pytest.approx(0.5)
+    whole = linear_to_budget(warmup=0, max_steps=100, max_time=0, cooldown=1.0)  # the linear schedule itself
+    assert whole(25, 0.0) == pytest.approx(linear_to_budget(warmup=0, max_steps=100, max_time=0)(25, 0.0))
+
+
+@pytest.mark.parametrize("cooldown", [0.0, -0.5, 1.5])
+def test_a_wsd_cooldown_outside_0_to_1_is_a_one_line_error(cooldown):
+    from training_runs import tiny_config
+
+    from nmtkit.errors import NmtkitError
+    with pytest.raises(NmtkitError, match="cooldown"):
+        tiny_config(lr_schedule="wsd", cooldown=cooldown, max_steps=10)
+
+
+def test_wsd_needs_a_budget():
+    from training_runs import tiny_config
+
+    from nmtkit.errors import NmtkitError
+    with pytest.raises(NmtkitError, match="lr_schedule=wsd decays to zero"):
+        tiny_config(lr_schedule="wsd")
+
+
 def test_the_budget_spent_is_the_further_of_the_steps_and_the_time():
     assert budget_spent(step=25, elapsed=0.0, max_steps=100, max_time=0) == 0.25
     assert budget_spent(step=25, elapsed=300.0, max_steps=0, max_time=600.0) == 0.5

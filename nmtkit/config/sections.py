@@ -176,10 +176,13 @@ class TrainConfig:
         0.1, "the linear schedule's warmup ends, at the latest, once this share of the budget (max_steps or max_time, "
         "whichever is further) is spent, so that a short run still spends most of its updates after it; 0 = after "
         "train.warmup updates only", low=0.0, high=1.0)
-    lr_schedule: Literal["auto", "inverse_sqrt", "linear"] = option(
+    lr_schedule: Literal["auto", "inverse_sqrt", "linear", "wsd"] = option(
         "auto", "after the warmup, inverse_sqrt: lr * sqrt(warmup / step); linear: lr decays linearly to 0 at the end "
-        "of the budget (the fraction of max_steps or max_time spent, whichever is further); auto = by device: linear "
-        "on a CPU when the run has a budget, inverse_sqrt otherwise")
+        "of the budget (the fraction of max_steps or max_time spent, whichever is further); wsd (warmup-stable-decay): "
+        "lr stays at its peak, then decays linearly to 0 over the last train.cooldown of the budget; auto = by "
+        "device: linear on a CPU when the run has a budget, inverse_sqrt otherwise")
+    cooldown: float = option(0.2, "with lr_schedule wsd: the share of the budget at its end over which lr decays to 0",
+                             low=0.0, high=1.0)
     adam_beta1: float = option(0.9, "Adam beta1")
     adam_beta2: float = option(0.98, "Adam beta2")
     adam_eps: float = option(1e-9, "Adam epsilon")

@@ -75,9 +75,12 @@ def check_train_config(train) -> None:
         raise NmtkitError("train.update_freq and train.batch_tokens must be at least 1")
     if train.max_length < 2:
         raise NmtkitError(f"train.max_length must be at least 2 (a subword and EOS), got {train.max_length}")
-    if train.lr_schedule == "linear" and not (train.max_steps or train.max_time):
-        raise NmtkitError("train.lr_schedule=linear decays to zero at the end of the budget: give --max-steps or "
-                          "--max-time")
+    if train.lr_schedule in ("linear", "wsd") and not (train.max_steps or train.max_time):
+        raise NmtkitError(f"train.lr_schedule={train.lr_schedule} decays to zero at the end of the budget: give "
+                          "--max-steps or --max-time")
+    if train.lr_schedule == "wsd" and not 0.0 < train.cooldown <= 1.0:
+        raise NmtkitError(f"train.cooldown is the share of the budget the wsd schedule decays over, in (0, 1], got "
+                          f"{train.cooldown}")
     if train.dropout_from and not (0.0 < train.dropout_from < 1.0 and (train.max_steps or train.max_time)):
         raise NmtkitError(f"train.dropout_from is a fraction of the budget in [0, 1) and needs --max-steps or "
                           f"--max-time, got {train.dropout_from}")

@@ -60,19 +60,21 @@ def inverse_sqrt(warmup: int):
     return factor
 
 
-def linear_to_budget(warmup: int, max_steps: int, max_time: float, warmup_share: float = 0.0):
-    """lr factor of (step, seconds trained): a linear warmup, times a linear decay from 1 to 0 over the budget, the
+def linear_to_budget(warmup: int, max_steps: int, max_time: float, warmup_share: float = 0.0,
+                     cooldown: float = 1.0):
+    """lr factor of (step, seconds trained): a linear warmup, times a linear decay from 1 to 0 over the last
+    `cooldown` of the budget (1: the whole budget, `linear`; less: warmup-stable-decay, `wsd`, Hu et al. 2024), the
     fraction `spent` of max_steps or max_time, whichever is further (0 = no such budget). The warmup ends after
     `warmup` steps or once `warmup_share` of the budget is spent, whichever comes first (0: steps only), so that a
-    budget of few updates is not mostly warmup: min(max(step / warmup, spent / warmup_share), 1) * (1 - spent).
-    At least one budget must be set."""
+    budget of few updates is not mostly warmup: min(max(step / warmup, spent / warmup_share), 1) *
+    min(1, (1 - spent) / cooldown). At least one budget must be set."""
     if max_steps <= 0 and max_time <= 0:
         raise ValueError("a linear decay to the end of the budget needs max_steps or max_time")
 
     def factor(step: int, elapsed: float) -> float:
         spent = budget_spent(step, elapsed, max_steps, max_time)
         ramp = max(max(step, 1) / warmup, spent / warmup_share if warmup_share > 0 else 0.0) if warmup > 0 else 1.0
-        return min(ramp, 1.0) * max(0.0, 1.0 - spent)
+        return min(ramp, 1.0) * min(1.0, max(0.0, 1.0 - spent) / cooldown)
 
     return factor
 

@@ -27,8 +27,9 @@ FUSED_ADAM_DEVICES = ("cpu", "cuda")
 def lr_factor(train: TrainConfig, progress: Progress):
     """The schedule as LambdaLR's function of the step; the linear decay also reads the seconds trained so far
     (`progress`, restored on resume)."""
-    if train.lr_schedule == "linear":
-        factor = linear_to_budget(train.warmup, train.max_steps, train.max_time, train.warmup_share)
+    if train.lr_schedule in ("linear", "wsd"):
+        cooldown = train.cooldown if train.lr_schedule == "wsd" else 1.0
+        factor = linear_to_budget(train.warmup, train.max_steps, train.max_time, train.warmup_share, cooldown)
         return lambda step: factor(step, progress.elapsed)
     return inverse_sqrt(train.warmup)
 
