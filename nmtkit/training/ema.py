@@ -25,7 +25,7 @@ class WeightAverage:
         self.average: list[torch.Tensor] | None = None
 
     def decay_at(self, step: int) -> float:
-        """The decay after update `step` (1-based): the configured one, ramped up from 0.1 over the first updates."""
+        """The decay after update `step` (1-based): the configured one, ramped up (2/11 after the first update)."""
         return min(self.decay, (1 + step) / (10 + step))
 
     @torch.no_grad()
